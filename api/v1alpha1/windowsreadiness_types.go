@@ -1,0 +1,387 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Name is the only name a WindowsReadiness may have: a cluster has one Calico
+// installation, so it has one migration.
+const Name = "default"
+
+// Direction says which way the operator moves the cluster.
+// +kubebuilder:validation:Enum=Migrate;Rollback
+type Direction string
+
+const (
+	// DirectionMigrate makes the cluster ready for Windows nodes.
+	DirectionMigrate Direction = "Migrate"
+	// DirectionRollback restores every value the migration changed.
+	DirectionRollback Direction = "Rollback"
+)
+
+// GateMode switches the Windows join gate on or off.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type GateMode string
+
+const (
+	GateEnabled  GateMode = "Enabled"
+	GateDisabled GateMode = "Disabled"
+)
+
+// Acknowledgement names something that stops working when BGP is turned off
+// and that a person has accepted.
+// +kubebuilder:validation:Enum=BGPPeers;ServiceAdvertisement
+type Acknowledgement string
+
+const (
+	// AcknowledgeBGPPeers accepts that every BGPPeer session ends.
+	AcknowledgeBGPPeers Acknowledgement = "BGPPeers"
+	// AcknowledgeServiceAdvertisement accepts that service cluster, external and
+	// load balancer addresses are no longer advertised over BGP.
+	AcknowledgeServiceAdvertisement Acknowledgement = "ServiceAdvertisement"
+)
+
+// IPv4CIDR is an IPv4 network in canonical form, such as 10.96.0.0/12.
+// +kubebuilder:validation:MaxLength=18
+// +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self).ip().family() == 4",message="must be an IPv4 CIDR such as 10.96.0.0/12: Windows nodes support IPv4 only"
+// +kubebuilder:validation:XValidation:rule="!isCIDR(self) || string(cidr(self).masked()) == self",message="must be a network address in canonical form (host bits zero), such as 10.96.0.0/12"
+type IPv4CIDR string
+
+// IPv4Address is a single IPv4 address, such as 10.0.1.20.
+// +kubebuilder:validation:MaxLength=15
+// +kubebuilder:validation:XValidation:rule="isIP(self) && ip(self).family() == 4",message="must be an IPv4 address such as 10.0.1.20"
+type IPv4Address string
+
+// APIServerEndpoint is the address calico-node uses to reach the API server
+// directly, without kube-proxy.
+type APIServerEndpoint struct {
+	// Host is an IPv4 address (preferred) or a DNS name of the API server.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!isIP(self) || ip(self).family() == 4",message="must be an IPv4 address or a DNS name: Calico for Windows does not support IPv6"
+	// +kubebuilder:validation:XValidation:rule="isIP(self) || (!self.matches('^[0-9.]+$') && self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))",message="must be an IPv4 address or a lower-case DNS name such as api.example.com"
+	Host string `json:"host"`
+
+	// Port is the API server's TCP port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+}
+
+// PreflightSpec tunes the checks run before the first change.
+type PreflightSpec struct {
+	// ExtraTargets are addresses, such as those of future Windows nodes, that
+	// every Linux node must reach on UDP 4789. Run `winready respond` on each.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=set
+	// +optional
+	ExtraTargets []IPv4Address `json:"extraTargets,omitempty"`
+
+	// ProbeTimeout bounds one round of the UDP 4789 probe.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="must be between 1s and 10m"
+	// +kubebuilder:default="30s"
+	// +optional
+	ProbeTimeout *metav1.Duration `json:"probeTimeout,omitempty"`
+
+	// SkipNetworkProbe skips the UDP 4789 probe, for clusters where
+	// hostNetwork pods are not allowed or the path was verified another way.
+	// The skip is recorded and shown as a warning; compatibility checks still run.
+	// +optional
+	SkipNetworkProbe bool `json:"skipNetworkProbe,omitempty"`
+
+	// Acknowledge lists what turning BGP off will end and a person accepts.
+	// Without it, BGPPeers or service address advertisement fail the preflight.
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=set
+	// +optional
+	Acknowledge []Acknowledgement `json:"acknowledge,omitempty"`
+}
+
+// WindowsReadinessSpec is what the platform team asks for.
+type WindowsReadinessSpec struct {
+	// Direction is Migrate (the default) or Rollback.
+	// +kubebuilder:default=Migrate
+	// +optional
+	Direction Direction `json:"direction,omitempty"`
+
+	// Paused stops the operator before its next change to the cluster. Waits
+	// already under way are still observed and reported.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// ServiceCIDRs overrides the detected service network written into the
+	// Installation's spec.serviceCIDRs.
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(a, self.all(b, a == b || !isCIDR(a) || !isCIDR(b) || !cidr(a).containsCIDR(cidr(b))))",message="must not overlap one another"
+	// +listType=set
+	// +optional
+	ServiceCIDRs []IPv4CIDR `json:"serviceCIDRs,omitempty"`
+
+	// APIServer overrides the detected API server address written into the
+	// ConfigMap tigera-operator/kubernetes-services-endpoint.
+	// +optional
+	APIServer *APIServerEndpoint `json:"apiServer,omitempty"`
+
+	// Preflight tunes the checks run before the first change.
+	// +optional
+	Preflight PreflightSpec `json:"preflight,omitempty"`
+
+	// PhaseTimeout is how long one step may wait for Calico before the
+	// migration is marked Stalled.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="must be between 1m and 24h"
+	// +kubebuilder:default="30m"
+	// +optional
+	PhaseTimeout *metav1.Duration `json:"phaseTimeout,omitempty"`
+
+	// WindowsNodeGate rejects new Nodes labelled kubernetes.io/os=windows
+	// while the cluster is not Windows-ready.
+	// +kubebuilder:default=Enabled
+	// +optional
+	WindowsNodeGate GateMode `json:"windowsNodeGate,omitempty"`
+}
+
+// Phase summarises the status. It is computed from the conditions and never
+// read back as input.
+// +kubebuilder:validation:Enum=Pending;Preflight;Migrating;Ready;RollingBack;RolledBack;Paused;Stalled
+type Phase string
+
+const (
+	PhasePending     Phase = "Pending"
+	PhasePreflight   Phase = "Preflight"
+	PhaseMigrating   Phase = "Migrating"
+	PhaseReady       Phase = "Ready"
+	PhaseRollingBack Phase = "RollingBack"
+	PhaseRolledBack  Phase = "RolledBack"
+	PhasePaused      Phase = "Paused"
+	PhaseStalled     Phase = "Stalled"
+)
+
+// StepName names one step of the migration.
+// +kubebuilder:validation:Enum=StrictAffinity;Encapsulation;BGP;ServicesEndpoint;ServiceCIDRs;WindowsDataplane
+type StepName string
+
+const (
+	StepStrictAffinity   StepName = "StrictAffinity"
+	StepEncapsulation    StepName = "Encapsulation"
+	StepBGP              StepName = "BGP"
+	StepServicesEndpoint StepName = "ServicesEndpoint"
+	StepServiceCIDRs     StepName = "ServiceCIDRs"
+	StepWindowsDataplane StepName = "WindowsDataplane"
+)
+
+// StepState is where one step stands.
+// +kubebuilder:validation:Enum=Pending;InProgress;Completed;Reverting;Reverted
+type StepState string
+
+const (
+	StepPending    StepState = "Pending"
+	StepInProgress StepState = "InProgress"
+	StepCompleted  StepState = "Completed"
+	StepReverting  StepState = "Reverting"
+	StepReverted   StepState = "Reverted"
+)
+
+// StepStatus records one step.
+type StepStatus struct {
+	// +required
+	Name StepName `json:"name"`
+	// +required
+	State StepState `json:"state"`
+	// Changed is true when the operator wrote to the cluster in this step;
+	// false when the cluster already held the value.
+	// +optional
+	Changed bool `json:"changed,omitempty"`
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// OriginalValue is a scalar field as it was before the migration.
+type OriginalValue struct {
+	// Present is false when the field was absent.
+	Present bool `json:"present"`
+	// +optional
+	Value string `json:"value,omitempty"`
+}
+
+// OriginalList is a list field as it was before the migration.
+type OriginalList struct {
+	// Present is false when the field was absent.
+	Present bool `json:"present"`
+	// +optional
+	Values []string `json:"values,omitempty"`
+}
+
+// OriginalIPAMConfig is IPAMConfiguration "default" as it was.
+type OriginalIPAMConfig struct {
+	// Present is false when the object did not exist; a rollback deletes it.
+	Present bool `json:"present"`
+	// +optional
+	StrictAffinity bool `json:"strictAffinity,omitempty"`
+}
+
+// OriginalPool is one Installation IP pool's encapsulation as it was.
+type OriginalPool struct {
+	Name string `json:"name"`
+	CIDR string `json:"cidr"`
+	// +optional
+	Encapsulation string `json:"encapsulation,omitempty"`
+}
+
+// OriginalConfigMap is the services-endpoint ConfigMap as it was.
+type OriginalConfigMap struct {
+	// Present is false when the ConfigMap did not exist; a rollback deletes it.
+	Present bool `json:"present"`
+	// +optional
+	Data map[string]string `json:"data,omitempty"`
+}
+
+// Originals holds the value of everything the migration changes, recorded
+// before its first change so that a rollback can restore it exactly.
+type Originals struct {
+	RecordedAt metav1.Time `json:"recordedAt"`
+	IPAMConfig OriginalIPAMConfig `json:"ipamConfig"`
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Pools            []OriginalPool    `json:"pools,omitempty"`
+	BGP              OriginalValue     `json:"bgp"`
+	ServicesEndpoint OriginalConfigMap `json:"servicesEndpoint"`
+	ServiceCIDRs     OriginalList      `json:"serviceCIDRs"`
+	WindowsDataplane OriginalValue     `json:"windowsDataplane"`
+	// WindowsNodesPresent records whether spec.windowsNodes was set; the Tigera
+	// operator defaults it once Windows is on and rejects it once Windows is off.
+	WindowsNodesPresent bool `json:"windowsNodesPresent"`
+}
+
+// CheckResult is the outcome of one compatibility check.
+// +kubebuilder:validation:Enum=Pass;Info;Warn;Fail
+type CheckResult string
+
+const (
+	CheckPass CheckResult = "Pass"
+	CheckInfo CheckResult = "Info"
+	CheckWarn CheckResult = "Warn"
+	CheckFail CheckResult = "Fail"
+)
+
+// PreflightCheck is one compatibility check and what to do about it.
+type PreflightCheck struct {
+	Name   string      `json:"name"`
+	Result CheckResult `json:"result"`
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// PreflightStatus is the last preflight's outcome.
+type PreflightStatus struct {
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Checks []PreflightCheck `json:"checks,omitempty"`
+}
+
+// Targets are the values the migration writes, from the spec's overrides,
+// else what the cluster already holds, else what was detected.
+type Targets struct {
+	// Generation is the spec generation these targets were resolved for.
+	Generation int64 `json:"generation"`
+	// APIServerHost and APIServerPort go into kubernetes-services-endpoint.
+	APIServerHost string `json:"apiServerHost"`
+	APIServerPort string `json:"apiServerPort"`
+	// ServiceCIDRs go into the Installation's spec.serviceCIDRs.
+	// +listType=atomic
+	ServiceCIDRs []string `json:"serviceCIDRs"`
+	// Source says where each value came from.
+	// +optional
+	Source string `json:"source,omitempty"`
+}
+
+// WindowsReadinessStatus is what the operator observed and did.
+type WindowsReadinessStatus struct {
+	// ObservedGeneration is the spec generation last fully acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// Message says what the operator is doing or waiting for.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Steps records each step of the migration, in order.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Steps []StepStatus `json:"steps,omitempty"`
+
+	// Originals are the values the migration changes, as they were before.
+	// +optional
+	Originals *Originals `json:"originals,omitempty"`
+
+	// Targets are the values the migration writes.
+	// +optional
+	Targets *Targets `json:"targets,omitempty"`
+
+	// Preflight is the last preflight's outcome.
+	// +optional
+	Preflight *PreflightStatus `json:"preflight,omitempty"`
+
+	// WindowsNodes lists Nodes labelled kubernetes.io/os=windows (the first 50).
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=set
+	// +optional
+	WindowsNodes []string `json:"windowsNodes,omitempty"`
+}
+
+// WindowsReadiness migrates a Calico cluster into the mode Windows nodes need,
+// and back.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=wr
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="metadata.name must be 'default': a cluster has one WindowsReadiness"
+// +kubebuilder:printcolumn:name="Direction",type=string,JSONPath=`.spec.direction`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type WindowsReadiness struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec WindowsReadinessSpec `json:"spec,omitempty"`
+	// +optional
+	Status WindowsReadinessStatus `json:"status,omitempty"`
+}
+
+// WindowsReadinessList is a list of WindowsReadiness.
+// +kubebuilder:object:root=true
+type WindowsReadinessList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WindowsReadiness `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&WindowsReadiness{}, &WindowsReadinessList{})
+}

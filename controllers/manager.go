@@ -1,0 +1,61 @@
+package controllers
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+)
+
+// NewScheme registers winready's API and every type the reconciler reads.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := calico.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// CacheOptions caches only what the reconciler reads: DaemonSets of
+// calico-system, the one services-endpoint ConfigMap, Nodes as metadata, and
+// no managedFields anywhere.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&appsv1.DaemonSet{}: {Namespaces: map[string]cache.Config{calico.SystemNamespace: {}}},
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{calico.OperatorNamespace: {
+				FieldSelector: fields.OneTermEqualSelector("metadata.name", calico.ServicesEndpointConfigMap),
+			}}},
+		},
+	}
+}
+
+// NewReconciler builds the reconciler for a manager made with NewScheme and
+// CacheOptions; call SetupWithManager to start it with the manager.
+func NewReconciler(mgr ctrl.Manager) (*Reconciler, error) {
+	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating discovery client: %w", err)
+	}
+	return &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Discovery: disco,
+		Recorder:  mgr.GetEventRecorder("winready"),
+		Clock:     clock.RealClock{},
+	}, nil
+}

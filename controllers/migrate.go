@@ -1,0 +1,189 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/detect"
+	"github.com/winready/winready/internal/phase"
+	"github.com/winready/winready/internal/preflight"
+)
+
+// migrate moves the cluster forward. Before the first change it runs the
+// preflight, resolves the values to write and records the originals in the
+// status, so that a crash can never lose them.
+func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl.Result, error) {
+	steps := phase.Steps()
+	if p.wr.Status.Originals == nil {
+		if ok, err := p.preflight(ctx, inst); err != nil || !ok {
+			return ctrl.Result{RequeueAfter: p.r.preflightRetry()}, err
+		}
+	}
+	if ok, err := p.resolveTargets(ctx, inst); err != nil || !ok {
+		return ctrl.Result{}, err
+	}
+	s := &phase.Scope{Client: p.r.Client, Reader: p.r.APIReader, Installation: inst, Targets: targetsOf(p.wr.Status.Targets)}
+	if p.wr.Status.Originals == nil {
+		originals := &v1alpha1.Originals{RecordedAt: metav1.NewTime(p.r.Clock.Now())}
+		for _, step := range steps {
+			if err := step.Record(ctx, s, originals); err != nil {
+				return ctrl.Result{}, fmt.Errorf("recording originals of %s: %w", step.Name(), err)
+			}
+		}
+		p.wr.Status.Originals = originals
+		p.resetSteps(steps)
+		p.progress(conditions.ReasonProgressing, "recorded the original values; starting the migration")
+		p.wr.Status.Phase = conditions.Phase(p.wr)
+		if err := p.persist(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+		p.event(corev1.EventTypeNormal, "OriginalsRecorded", "Record", "recorded the values the migration will change")
+	}
+	s.Originals = p.wr.Status.Originals
+	p.set(conditions.RollbackAllowed, metav1.ConditionTrue, conditions.ReasonNoWindowsNodes, "no Windows node has joined")
+	if len(p.wr.Status.WindowsNodes) > 0 {
+		p.set(conditions.RollbackAllowed, metav1.ConditionFalse, conditions.ReasonWindowsNodesPresent, windowsNodesMessage(p.wr.Status.WindowsNodes))
+	}
+
+	done, result, err := p.walk(ctx, s, v1alpha1.DirectionMigrate, steps, p.migrationBlocked)
+	if err != nil || !done {
+		return result, err
+	}
+	if !conditions.IsTrue(p.wr, conditions.Ready) || p.wr.Status.ObservedGeneration != p.wr.Generation {
+		p.event(corev1.EventTypeNormal, conditions.ReasonMigrated, "Migrate", "the cluster is ready for Windows nodes")
+	}
+	p.finish(conditions.ReasonMigrated, "the cluster is ready for Windows nodes")
+	return ctrl.Result{}, nil
+}
+
+// migrationBlocked says why the next change may not be made now.
+func (p *pass) migrationBlocked(ctx context.Context) (string, string, error) {
+	if p.wr.Spec.Paused {
+		return conditions.ReasonPaused, "paused before the next change; set spec.paused: false to continue", nil
+	}
+	return p.calicoBlocked(ctx)
+}
+
+// preflight runs the compatibility checks and records them. It returns false
+// when a check failed; the migration then stalls before any change.
+func (p *pass) preflight(ctx context.Context, inst *operatorv1.Installation) (bool, error) {
+	in, err := preflight.Gather(ctx, p.r.APIReader, p.r.Discovery, inst)
+	if err != nil {
+		return false, err
+	}
+	checks := preflight.Evaluate(in, p.wr.Spec.Preflight)
+	now := metav1.NewTime(p.r.Clock.Now())
+	p.wr.Status.Preflight = &v1alpha1.PreflightStatus{CompletedAt: &now, Checks: checks}
+	if failed := preflight.Failed(checks); len(failed) > 0 {
+		msg := "preflight failed, nothing was changed: " + summarize(failed)
+		reason := conditions.ReasonPreflightFailed
+		if !in.CalicoAPIServed {
+			reason = conditions.ReasonCalicoAPIUnavailable
+		}
+		p.set(conditions.PreflightPassed, metav1.ConditionFalse, reason, msg)
+		if !p.alreadyStalled(reason) {
+			p.event(corev1.EventTypeWarning, reason, "Preflight", "%s", msg)
+		}
+		p.stall(reason, msg)
+		return false, nil
+	}
+	if warned := preflight.Warnings(checks); len(warned) > 0 {
+		p.set(conditions.PreflightPassed, metav1.ConditionTrue, conditions.ReasonPreflightWarnings, "passed with warnings: "+summarize(warned))
+	} else {
+		p.set(conditions.PreflightPassed, metav1.ConditionTrue, conditions.ReasonPreflightPassed, "every compatibility check passed")
+	}
+	return true, nil
+}
+
+func summarize(checks []v1alpha1.PreflightCheck) string {
+	parts := make([]string, 0, len(checks))
+	for _, c := range checks {
+		parts = append(parts, c.Name+": "+c.Message)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// resolveTargets decides the values the migration writes: the spec's
+// overrides, else what the cluster already holds (so nothing is changed that
+// was not asked for), else what is detected. It returns false when a value
+// cannot be found; the migration then stalls.
+func (p *pass) resolveTargets(ctx context.Context, inst *operatorv1.Installation) (bool, error) {
+	if t := p.wr.Status.Targets; t != nil && t.Generation == p.wr.Generation {
+		return true, nil
+	}
+	t := &v1alpha1.Targets{Generation: p.wr.Generation}
+	var sources []string
+
+	switch {
+	case len(p.wr.Spec.ServiceCIDRs) > 0:
+		for _, c := range p.wr.Spec.ServiceCIDRs {
+			t.ServiceCIDRs = append(t.ServiceCIDRs, string(c))
+		}
+		sources = append(sources, "serviceCIDRs from spec")
+	case len(inst.Spec.ServiceCIDRs) > 0:
+		t.ServiceCIDRs = slices.Clone(inst.Spec.ServiceCIDRs)
+		sources = append(sources, "serviceCIDRs already in the Installation")
+	default:
+		cidrs, source, err := detect.ServiceCIDRs(ctx, p.r.APIReader)
+		if err != nil {
+			p.stall(conditions.ReasonDetectionFailed, "cannot find the "+err.Error())
+			return false, nil
+		}
+		t.ServiceCIDRs = cidrs
+		sources = append(sources, "serviceCIDRs from "+source)
+	}
+
+	existing, err := calico.GetServicesEndpoint(ctx, p.r.Client)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case p.wr.Spec.APIServer != nil:
+		t.APIServerHost, t.APIServerPort = p.wr.Spec.APIServer.Host, strconv.Itoa(int(p.wr.Spec.APIServer.Port))
+		sources = append(sources, "API server from spec")
+	case existing != nil && existing.Data[calico.ServiceHostKey] != "" && existing.Data[calico.ServicePortKey] != "":
+		t.APIServerHost, t.APIServerPort = existing.Data[calico.ServiceHostKey], existing.Data[calico.ServicePortKey]
+		sources = append(sources, "API server already in kubernetes-services-endpoint")
+	default:
+		ep, err := detect.APIServer(ctx, p.r.APIReader)
+		if err != nil {
+			p.stall(conditions.ReasonDetectionFailed, "cannot find the "+err.Error())
+			return false, nil
+		}
+		t.APIServerHost, t.APIServerPort = ep.Host, ep.Port
+		sources = append(sources, "API server from "+ep.Source)
+	}
+	t.Source = strings.Join(sources, "; ")
+	p.wr.Status.Targets = t
+
+	if (detect.Endpoint{Host: t.APIServerHost}).IsAddress() {
+		p.set(conditions.DirectAPIServerAddress, metav1.ConditionTrue, conditions.ReasonAddress,
+			fmt.Sprintf("calico-node will reach the API server at %s:%s", t.APIServerHost, t.APIServerPort))
+	} else {
+		p.set(conditions.DirectAPIServerAddress, metav1.ConditionFalse, conditions.ReasonHostname,
+			fmt.Sprintf("%s is a DNS name: a fresh Calico install can deadlock waiting for DNS (tigera/operator#3615); prefer an address in spec.apiServer.host", t.APIServerHost))
+	}
+	return true, nil
+}
+
+func targetsOf(t *v1alpha1.Targets) phase.Targets {
+	if t == nil {
+		return phase.Targets{}
+	}
+	return phase.Targets{ServiceCIDRs: t.ServiceCIDRs, Host: t.APIServerHost, Port: t.APIServerPort}
+}
+
+func windowsNodesMessage(names []string) string {
+	return fmt.Sprintf("Windows nodes have joined (%s): they need VXLAN without BGP, so the cluster cannot go back", strings.Join(names, ", "))
+}

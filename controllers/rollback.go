@@ -1,0 +1,70 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/phase"
+)
+
+// rollback runs the steps backwards and restores the recorded originals. It is
+// refused while any Windows node exists: such a node does not work with BGP
+// and cross-subnet VXLAN.
+func (p *pass) rollback(ctx context.Context, inst *operatorv1.Installation) (ctrl.Result, error) {
+	if nodes := p.wr.Status.WindowsNodes; len(nodes) > 0 {
+		msg := windowsNodesMessage(nodes) + "; remove them (kubectl delete node) to roll back, or set spec.direction: Migrate"
+		p.set(conditions.RollbackAllowed, metav1.ConditionFalse, conditions.ReasonWindowsNodesPresent, msg)
+		if !p.alreadyStalled(conditions.ReasonWindowsNodesPresent) {
+			p.event(corev1.EventTypeWarning, conditions.ReasonWindowsNodesPresent, "Rollback", "%s", msg)
+		}
+		p.stall(conditions.ReasonWindowsNodesPresent, "rollback refused, nothing was changed by it: "+msg)
+		return ctrl.Result{}, nil
+	}
+	p.set(conditions.RollbackAllowed, metav1.ConditionTrue, conditions.ReasonNoWindowsNodes, "no Windows node has joined")
+	if p.wr.Status.Originals == nil {
+		p.finish(conditions.ReasonNothingToRollBack, "nothing to roll back: the migration changed nothing")
+		return ctrl.Result{}, nil
+	}
+
+	steps := slices.Clone(phase.Steps())
+	slices.Reverse(steps)
+	s := &phase.Scope{Client: p.r.Client, Reader: p.r.APIReader, Installation: inst,
+		Originals: p.wr.Status.Originals, Targets: targetsOf(p.wr.Status.Targets)}
+	done, result, err := p.walk(ctx, s, v1alpha1.DirectionRollback, steps, p.rollbackBlocked)
+	if err != nil || !done {
+		return result, err
+	}
+	// Every recorded value is back; a later migration records them afresh.
+	p.wr.Status.Originals = nil
+	p.wr.Status.Targets = nil
+	p.event(corev1.EventTypeNormal, conditions.ReasonRolledBack, "Rollback", "every value the migration changed is restored")
+	p.finish(conditions.ReasonRolledBack, "every value the migration changed is restored")
+	return ctrl.Result{}, nil
+}
+
+// rollbackBlocked says why the next rollback change may not be made now. The
+// Windows nodes are looked at again before every change, so a node that joins
+// midway stops the rollback between two steps.
+func (p *pass) rollbackBlocked(ctx context.Context) (string, string, error) {
+	if p.wr.Spec.Paused {
+		return conditions.ReasonPaused, "paused before the next change; set spec.paused: false to continue", nil
+	}
+	nodes, err := windowsNodes(ctx, p.r.Client)
+	if err != nil {
+		return "", "", err
+	}
+	if len(nodes) > 0 {
+		msg := windowsNodesMessage(nodes) + "; the rollback stopped between two steps (see status.steps): " +
+			"set spec.direction: Migrate to finish the migration, or remove the Windows nodes to continue the rollback"
+		p.set(conditions.RollbackAllowed, metav1.ConditionFalse, conditions.ReasonWindowsNodesPresent, msg)
+		return conditions.ReasonWindowsNodesPresent, msg, nil
+	}
+	return p.calicoBlocked(ctx)
+}

@@ -1,0 +1,198 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/phase"
+)
+
+// walk runs the steps in order toward direction dir. Each step is observed
+// first; a step whose target the cluster does not hold yet is changed, unless
+// blocked says why not. It returns done when every step has settled.
+func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction, steps []phase.Step,
+	blocked func(ctx context.Context) (string, string, error)) (done bool, result ctrl.Result, err error) {
+	total := len(steps)
+	for i, step := range steps {
+		n := i + 1
+		if dir == v1alpha1.DirectionRollback {
+			n = total - i
+		}
+		logger := log.FromContext(ctx).WithValues("step", step.Name(), "index", n, "direction", dir)
+		st, err := step.Observe(ctx, s, dir)
+		if err != nil {
+			return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)
+		}
+		if !st.Holds {
+			reason, why, err := blocked(ctx)
+			if err != nil {
+				return false, ctrl.Result{}, err
+			}
+			if reason != "" {
+				p.blockedAt(step.Name(), n, total, reason, why)
+				return false, ctrl.Result{}, nil
+			}
+			p.startStep(step.Name(), dir)
+			logger.Info("changing the cluster")
+			if err := step.Change(ctx, s, dir); err != nil {
+				return false, ctrl.Result{}, fmt.Errorf("step %s: %w", step.Name(), err)
+			}
+			p.markChanged(step.Name())
+			if st, err = step.Observe(ctx, s, dir); err != nil {
+				return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)
+			}
+		}
+		if !st.Settled {
+			p.startStep(step.Name(), dir)
+			msg := fmt.Sprintf("step %d/%d (%s): waiting for %s", n, total, step.Name(), st.Waiting)
+			if !st.Holds {
+				msg = fmt.Sprintf("step %d/%d (%s): the change did not take; retrying", n, total, step.Name())
+			}
+			return false, p.wait(ctx, step.Name(), msg), nil
+		}
+		p.finishStep(step.Name(), dir)
+	}
+	return true, ctrl.Result{}, nil
+}
+
+// wait reports a step waiting for Calico and stalls it once it has waited
+// longer than the spec's phase timeout. The returned result wakes the
+// reconciler when the timeout falls due; events from watched objects wake it
+// sooner.
+func (p *pass) wait(ctx context.Context, name v1alpha1.StepName, msg string) ctrl.Result {
+	step := p.step(name)
+	step.Message = msg
+	timeout := DefaultPhaseTimeout
+	if p.wr.Spec.PhaseTimeout != nil {
+		timeout = p.wr.Spec.PhaseTimeout.Duration
+	}
+	waited := p.r.Clock.Since(step.StartedAt.Time)
+	if waited >= timeout {
+		p.stall(conditions.ReasonStepTimeout, fmt.Sprintf("%s for %s, longer than spec.phaseTimeout %s. "+
+			"Check TigeraStatus and the calico-system pods; the step resumes by itself when Calico catches up, "+
+			"or raise spec.phaseTimeout, or set spec.direction: Rollback", msg, waited.Round(time.Second), timeout))
+		if !p.alreadyStalled(conditions.ReasonStepTimeout) {
+			p.event(corev1.EventTypeWarning, conditions.ReasonStepTimeout, string(name), "%s", msg)
+		}
+		return ctrl.Result{}
+	}
+	p.progress(conditions.ReasonWaiting, msg)
+	log.FromContext(ctx).V(1).Info("waiting", "step", name, "for", msg)
+	return ctrl.Result{RequeueAfter: timeout - waited}
+}
+
+func (p *pass) alreadyStalled(reason string) bool {
+	for _, c := range p.before.Status.Conditions {
+		if c.Type == conditions.Stalled && c.Status == metav1.ConditionTrue && c.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// blockedAt reports a step that needs to change the cluster but may not.
+func (p *pass) blockedAt(name v1alpha1.StepName, n, total int, reason, why string) {
+	msg := fmt.Sprintf("step %d/%d (%s): %s", n, total, name, why)
+	switch reason {
+	case conditions.ReasonPaused:
+		p.set(conditions.Stalled, metav1.ConditionFalse, reason, "")
+		p.set(conditions.Reconciling, metav1.ConditionTrue, reason, msg)
+		p.set(conditions.Ready, metav1.ConditionFalse, reason, msg)
+		p.wr.Status.Message = msg
+	case conditions.ReasonCalicoDegraded:
+		// Calico recovering by itself resumes the migration: not a stall.
+		p.progress(reason, msg)
+	default:
+		p.stall(reason, msg)
+	}
+}
+
+// step returns the status record of a step, adding it when missing.
+func (p *pass) step(name v1alpha1.StepName) *v1alpha1.StepStatus {
+	for i := range p.wr.Status.Steps {
+		if p.wr.Status.Steps[i].Name == name {
+			return &p.wr.Status.Steps[i]
+		}
+	}
+	p.wr.Status.Steps = append(p.wr.Status.Steps, v1alpha1.StepStatus{Name: name, State: v1alpha1.StepPending})
+	return &p.wr.Status.Steps[len(p.wr.Status.Steps)-1]
+}
+
+// resetSteps lists every step as pending, in order.
+func (p *pass) resetSteps(steps []phase.Step) {
+	p.wr.Status.Steps = nil
+	for _, s := range steps {
+		p.step(s.Name())
+	}
+}
+
+func (p *pass) startStep(name v1alpha1.StepName, dir v1alpha1.Direction) {
+	step := p.step(name)
+	state := v1alpha1.StepInProgress
+	if dir == v1alpha1.DirectionRollback {
+		state = v1alpha1.StepReverting
+	}
+	if step.State == state {
+		return
+	}
+	now := metav1.NewTime(p.r.Clock.Now())
+	step.State, step.StartedAt, step.FinishedAt, step.Changed = state, &now, nil, false
+	p.event(corev1.EventTypeNormal, "StepStarted", string(name), "%s %s", stateVerb(dir), name)
+}
+
+func (p *pass) markChanged(name v1alpha1.StepName) { p.step(name).Changed = true }
+
+func (p *pass) finishStep(name v1alpha1.StepName, dir v1alpha1.Direction) {
+	step := p.step(name)
+	state := v1alpha1.StepCompleted
+	if dir == v1alpha1.DirectionRollback {
+		state = v1alpha1.StepReverted
+	}
+	if step.State == state {
+		return
+	}
+	now := metav1.NewTime(p.r.Clock.Now())
+	if step.StartedAt == nil {
+		step.StartedAt = &now
+	}
+	step.State, step.FinishedAt = state, &now
+	step.Message = "already in place"
+	if step.Changed {
+		step.Message = "changed and applied by Calico"
+	}
+	p.event(corev1.EventTypeNormal, "StepFinished", string(name), "%s %s: %s", stateVerb(dir), name, step.Message)
+}
+
+func stateVerb(dir v1alpha1.Direction) string {
+	if dir == v1alpha1.DirectionRollback {
+		return "reverting"
+	}
+	return "migrating"
+}
+
+// calicoBlocked returns why no change may be made while Calico is unhealthy:
+// a Degraded TigeraStatus means a change now could make things worse.
+func (p *pass) calicoBlocked(ctx context.Context) (string, string, error) {
+	for _, name := range []string{calico.StatusCalico, calico.StatusIPPools} {
+		h, err := calico.ReadHealth(ctx, p.r.Client, name)
+		if err != nil {
+			return "", "", err
+		}
+		if h.Degraded {
+			msg := fmt.Sprintf("TigeraStatus %s is Degraded (%s); no change is made until it recovers", name, h.Message)
+			p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, msg)
+			return conditions.ReasonCalicoDegraded, msg, nil
+		}
+	}
+	p.set(conditions.CalicoHealthy, metav1.ConditionTrue, conditions.ReasonCalicoHealthy, "no TigeraStatus is Degraded")
+	return "", "", nil
+}

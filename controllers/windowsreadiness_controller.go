@@ -1,0 +1,229 @@
+// Package controllers holds the WindowsReadiness reconciler: it builds the
+// scope, runs the steps forward to migrate or backward to roll back, and
+// writes the status once per reconcile.
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/preflight"
+)
+
+// Defaults for intervals the spec does not set.
+const (
+	// DefaultPhaseTimeout matches the CRD default of spec.phaseTimeout.
+	DefaultPhaseTimeout = 30 * time.Minute
+	// DefaultGuardRetry is how soon a patch whose guard failed is retried.
+	DefaultGuardRetry = 200 * time.Millisecond
+	// DefaultPreflightRetry is how often a failed preflight is looked at again
+	// when neither the spec nor a watched object changes.
+	DefaultPreflightRetry = 5 * time.Minute
+)
+
+// Reconciler migrates the cluster to Windows-ready mode and back.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server objects that are not cached.
+	APIReader client.Reader
+	// Discovery finds out whether projectcalico.org/v3 is served.
+	Discovery preflight.Discovery
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+	// GuardRetry and PreflightRetry override the defaults (tests shorten them).
+	GuardRetry     time.Duration
+	PreflightRetry time.Duration
+}
+
+// +kubebuilder:rbac:groups=winready.io,resources=windowsreadinesses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=winready.io,resources=windowsreadinesses/status,verbs=get;patch
+// +kubebuilder:rbac:groups=operator.tigera.io,resources=installations,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=operator.tigera.io,resources=tigerastatuses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=projectcalico.org,resources=ipamconfigurations,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups=projectcalico.org,resources=ippools;felixconfigurations;bgpconfigurations,verbs=get
+// +kubebuilder:rbac:groups=projectcalico.org,resources=bgppeers,verbs=list
+// +kubebuilder:rbac:groups=apps,namespace=calico-system,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
+// +kubebuilder:rbac:groups=discovery.k8s.io,namespace=default,resources=endpointslices,verbs=list
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",namespace=tigera-operator,resources=configmaps,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kubeadm-config,verbs=get
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns,verbs=get
+// +kubebuilder:rbac:groups="",namespace=kube-public,resources=configmaps,resourceNames=cluster-info,verbs=get
+
+// Reconcile runs one pass of the migration or rollback and writes the status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	wr := &v1alpha1.WindowsReadiness{}
+	if err := r.Client.Get(ctx, req.NamespacedName, wr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if wr.Name != v1alpha1.Name {
+		// The CRD admits no other name; nothing to do for objects from before that rule.
+		return ctrl.Result{}, nil
+	}
+	p := &pass{r: r, wr: wr, before: wr.DeepCopy()}
+	result, err := p.run(ctx)
+	if err != nil && !errors.Is(err, calico.ErrGuardFailed) {
+		log.FromContext(ctx).Error(err, "reconcile failed", "direction", wr.Spec.Direction)
+	}
+	if errors.Is(err, calico.ErrGuardFailed) {
+		// Someone else changed the Installation between read and patch: read
+		// it again soon rather than report a failure.
+		log.FromContext(ctx).V(1).Info("installation changed under a patch, retrying", "error", err.Error())
+		err, result = nil, ctrl.Result{RequeueAfter: r.guardRetry()}
+	}
+	wr.Status.Phase = conditions.Phase(wr)
+	if perr := p.persist(ctx); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	return result, err
+}
+
+// pass is one reconcile of the WindowsReadiness.
+type pass struct {
+	r  *Reconciler
+	wr *v1alpha1.WindowsReadiness
+	// before is the status as last written, to patch only what changed.
+	before *v1alpha1.WindowsReadiness
+}
+
+// persist writes the status when it changed.
+func (p *pass) persist(ctx context.Context) error {
+	if equality.Semantic.DeepEqual(p.before.Status, p.wr.Status) {
+		return nil
+	}
+	if err := p.r.Client.Status().Patch(ctx, p.wr, client.MergeFrom(p.before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("writing windowsreadiness status: %w", err)
+	}
+	p.before = p.wr.DeepCopy()
+	return nil
+}
+
+func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
+	inst, err := calico.GetInstallation(ctx, p.r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if inst == nil {
+		p.stall(conditions.ReasonInstallationNotFound,
+			"Installation default not found: winready migrates a Calico cluster installed by the Tigera operator; install Calico with the Tigera operator first")
+		return ctrl.Result{}, nil
+	}
+	if err := p.observeWindowsNodes(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	if p.wr.Spec.Direction == v1alpha1.DirectionRollback {
+		return p.rollback(ctx, inst)
+	}
+	return p.migrate(ctx, inst)
+}
+
+// observeWindowsNodes records the Windows nodes in the status.
+func (p *pass) observeWindowsNodes(ctx context.Context) error {
+	names, err := windowsNodes(ctx, p.r.Client)
+	if err != nil {
+		return err
+	}
+	if len(names) > maxListedNodes {
+		names = names[:maxListedNodes]
+	}
+	p.wr.Status.WindowsNodes = names
+	return nil
+}
+
+// set sets a condition at the object's generation.
+func (p *pass) set(typ string, status metav1.ConditionStatus, reason, message string) {
+	conditions.Set(p.wr, typ, status, reason, message)
+}
+
+// stall records that a person is needed: nothing more happens until the spec
+// or a watched object changes.
+func (p *pass) stall(reason, message string) {
+	p.set(conditions.Stalled, metav1.ConditionTrue, reason, message)
+	p.set(conditions.Reconciling, metav1.ConditionFalse, reason, message)
+	p.set(conditions.Ready, metav1.ConditionFalse, reason, message)
+	p.wr.Status.Message = message
+}
+
+// progress records that work is under way.
+func (p *pass) progress(reason, message string) {
+	p.set(conditions.Stalled, metav1.ConditionFalse, reason, "")
+	p.set(conditions.Reconciling, metav1.ConditionTrue, reason, message)
+	p.set(conditions.Ready, metav1.ConditionFalse, reason, message)
+	p.wr.Status.Message = message
+}
+
+// finish records that the spec's direction has been reached.
+func (p *pass) finish(reason, message string) {
+	p.set(conditions.Stalled, metav1.ConditionFalse, reason, "")
+	p.set(conditions.Reconciling, metav1.ConditionFalse, reason, message)
+	p.set(conditions.Ready, metav1.ConditionTrue, reason, message)
+	p.wr.Status.Message = message
+	p.wr.Status.ObservedGeneration = p.wr.Generation
+}
+
+func (p *pass) event(eventType, reason, action, note string, args ...any) {
+	if p.r.Recorder != nil {
+		p.r.Recorder.Eventf(p.wr, nil, eventType, reason, action, note, args...)
+	}
+}
+
+func (r *Reconciler) guardRetry() time.Duration {
+	if r.GuardRetry > 0 {
+		return r.GuardRetry
+	}
+	return DefaultGuardRetry
+}
+
+func (r *Reconciler) preflightRetry() time.Duration {
+	if r.PreflightRetry > 0 {
+		return r.PreflightRetry
+	}
+	return DefaultPreflightRetry
+}
+
+// SetupWithManager watches the WindowsReadiness and everything a step waits
+// for; every event wakes the one object, "default".
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	toDefault := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: v1alpha1.Name}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("windowsreadiness").
+		For(&v1alpha1.WindowsReadiness{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&operatorv1.Installation{}, toDefault).
+		Watches(&operatorv1.TigeraStatus{}, toDefault).
+		Watches(&appsv1.DaemonSet{}, toDefault).
+		Watches(&corev1.ConfigMap{}, toDefault).
+		WatchesMetadata(&corev1.Node{}, toDefault, builder.WithPredicates(windowsNodeChanged())).
+		Complete(r)
+}

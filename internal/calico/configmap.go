@@ -1,0 +1,73 @@
+package calico
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// GetServicesEndpoint reads tigera-operator/kubernetes-services-endpoint; nil
+// when absent.
+func GetServicesEndpoint(ctx context.Context, r client.Reader) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{}
+	key := client.ObjectKey{Namespace: OperatorNamespace, Name: ServicesEndpointConfigMap}
+	if err := r.Get(ctx, key, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading configmap %s: %w", key, err)
+	}
+	return cm, nil
+}
+
+// SetServicesEndpoint makes the ConfigMap hold exactly the given values for
+// its two keys (a key whose value is "" is removed) and leaves other keys
+// alone. cm is the object read, nil when absent; an update is guarded by its
+// resourceVersion.
+func SetServicesEndpoint(ctx context.Context, c client.Client, cm *corev1.ConfigMap, want map[string]string) error {
+	if cm == nil {
+		cm = &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: ServicesEndpointConfigMap},
+			Data:       map[string]string{},
+		}
+		for k, v := range want {
+			if v != "" {
+				cm.Data[k] = v
+			}
+		}
+		if err := c.Create(ctx, cm); err != nil {
+			return fmt.Errorf("creating configmap %s/%s: %w", OperatorNamespace, ServicesEndpointConfigMap, err)
+		}
+		return nil
+	}
+	base := cm.DeepCopy()
+	cm.Data = maps.Clone(cm.Data)
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	for k, v := range want {
+		if v == "" {
+			delete(cm.Data, k)
+		} else {
+			cm.Data[k] = v
+		}
+	}
+	if err := c.Patch(ctx, cm, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating configmap %s/%s: %w", OperatorNamespace, ServicesEndpointConfigMap, err)
+	}
+	return nil
+}
+
+// DeleteServicesEndpoint deletes the ConfigMap if it still is the one read.
+func DeleteServicesEndpoint(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
+	err := c.Delete(ctx, cm, client.Preconditions{UID: &cm.UID, ResourceVersion: &cm.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting configmap %s/%s: %w", OperatorNamespace, ServicesEndpointConfigMap, err)
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package calico
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ErrGuardFailed means the Installation changed between read and patch: a
+// guard did not hold. The caller re-reads and tries again; it is not a failure.
+var ErrGuardFailed = errors.New("installation changed since it was read")
+
+// PatchOp is one RFC 6902 operation.
+type PatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// Patch is a guarded JSON patch of the Installation. Each change is preceded
+// by a test of the value it replaces; a change of a field that is absent is
+// guarded by the object's resourceVersion (JSON patch cannot test absence).
+type Patch struct {
+	ops       []PatchOp
+	versioned bool
+}
+
+// Set sets the field at path. old is the value read; nil means absent.
+func (p *Patch) Set(path string, old, value any) *Patch {
+	if isAbsent(old) {
+		p.versioned = true
+		p.ops = append(p.ops, PatchOp{Op: "add", Path: path, Value: value})
+		return p
+	}
+	p.ops = append(p.ops,
+		PatchOp{Op: "test", Path: path, Value: old},
+		PatchOp{Op: "replace", Path: path, Value: value})
+	return p
+}
+
+// Unset removes the field at path, whose value read was old. Removing an
+// absent field does nothing.
+func (p *Patch) Unset(path string, old any) *Patch {
+	if isAbsent(old) {
+		return p
+	}
+	p.ops = append(p.ops,
+		PatchOp{Op: "test", Path: path, Value: old},
+		PatchOp{Op: "remove", Path: path})
+	return p
+}
+
+// Remove removes a field that is present, guarded by the resourceVersion:
+// for structured values a test of the whole value would break on fields a
+// newer Tigera operator adds.
+func (p *Patch) Remove(path string) *Patch {
+	p.versioned = true
+	p.ops = append(p.ops, PatchOp{Op: "remove", Path: path})
+	return p
+}
+
+// Test adds a guard on a value the patch relies on without changing it.
+func (p *Patch) Test(path string, value any) *Patch {
+	p.ops = append(p.ops, PatchOp{Op: "test", Path: path, Value: value})
+	return p
+}
+
+// Empty is true when the patch changes nothing.
+func (p *Patch) Empty() bool {
+	for _, op := range p.ops {
+		if op.Op != "test" {
+			return false
+		}
+	}
+	return true
+}
+
+// Ops returns the operations as sent, guards first when versioned.
+func (p *Patch) Ops(resourceVersion string) []PatchOp {
+	if !p.versioned {
+		return p.ops
+	}
+	return append([]PatchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: resourceVersion}}, p.ops...)
+}
+
+// Apply sends the patch. inst is updated with the server's answer. A guard
+// that did not hold returns ErrGuardFailed.
+func (p *Patch) Apply(ctx context.Context, c client.Client, inst *operatorv1.Installation) error {
+	if p.Empty() {
+		return nil
+	}
+	body, err := json.Marshal(p.Ops(inst.ResourceVersion))
+	if err != nil {
+		return fmt.Errorf("encoding installation patch: %w", err)
+	}
+	err = c.Patch(ctx, inst, client.RawPatch(types.JSONPatchType, body))
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsConflict(err), apierrors.IsInvalid(err) && strings.Contains(err.Error(), "test"),
+		isTestFailure(err):
+		return fmt.Errorf("%w: %v", ErrGuardFailed, err)
+	default:
+		return fmt.Errorf("patching installation: %w", err)
+	}
+}
+
+// isTestFailure recognises the apiserver's answer to a failed "test"
+// operation (422 with the JSON patch library's message).
+func isTestFailure(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	msg := status.Status().Message
+	return status.Status().Code == 422 && (strings.Contains(msg, "testing value") || strings.Contains(msg, "test operation"))
+}
+
+func isAbsent(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch t := v.(type) {
+	case *string:
+		return t == nil
+	case []string:
+		return t == nil
+	}
+	return false
+}
+
+// GetInstallation reads Installation "default". It returns nil, nil when the
+// cluster has none.
+func GetInstallation(ctx context.Context, r client.Reader) (*operatorv1.Installation, error) {
+	inst := &operatorv1.Installation{}
+	if err := r.Get(ctx, client.ObjectKey{Name: InstallationName}, inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading installation: %w", err)
+	}
+	return inst, nil
+}
+
+// BGP returns spec.calicoNetwork.bgp, or nil when absent.
+func BGP(inst *operatorv1.Installation) *string {
+	if cn := inst.Spec.CalicoNetwork; cn != nil && cn.BGP != nil {
+		s := string(*cn.BGP)
+		return &s
+	}
+	return nil
+}
+
+// WindowsDataplane returns spec.calicoNetwork.windowsDataplane, or nil.
+func WindowsDataplane(inst *operatorv1.Installation) *string {
+	if cn := inst.Spec.CalicoNetwork; cn != nil && cn.WindowsDataplane != nil {
+		s := string(*cn.WindowsDataplane)
+		return &s
+	}
+	return nil
+}
+
+// IPPools returns the Installation's pools.
+func IPPools(inst *operatorv1.Installation) []operatorv1.IPPool {
+	if cn := inst.Spec.CalicoNetwork; cn != nil {
+		return cn.IPPools
+	}
+	return nil
+}
+
+// Deref returns the string a field holds, or "" when absent.
+func Deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// EnsureCalicoNetwork adds an empty spec.calicoNetwork to p when the
+// Installation has none, so that paths below it exist.
+func EnsureCalicoNetwork(p *Patch, inst *operatorv1.Installation) {
+	if inst.Spec.CalicoNetwork == nil {
+		p.versioned = true
+		p.ops = append(p.ops, PatchOp{Op: "add", Path: "/spec/calicoNetwork", Value: map[string]any{}})
+	}
+}
+
+// JSON pointers of the fields winready changes.
+const (
+	PathBGP              = "/spec/calicoNetwork/bgp"
+	PathWindowsDataplane = "/spec/calicoNetwork/windowsDataplane"
+	PathServiceCIDRs     = "/spec/serviceCIDRs"
+	PathWindowsNodes     = "/spec/windowsNodes"
+)
+
+// PoolPath is the JSON pointer of a field of the i-th Installation pool.
+func PoolPath(i int, field string) string {
+	return fmt.Sprintf("/spec/calicoNetwork/ipPools/%d/%s", i, field)
+}

@@ -1,0 +1,94 @@
+// Package conditions names winready's conditions and reasons and derives the
+// summary phase from them. Ready, Reconciling and Stalled follow the kstatus
+// conventions so that Flux, Argo CD and `kubectl wait` understand the object.
+package conditions
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/winready/winready/api/v1alpha1"
+)
+
+// Condition types.
+const (
+	Ready       = "Ready"
+	Reconciling = "Reconciling"
+	Stalled     = "Stalled"
+	// PreflightPassed is True when every compatibility check passed or warned.
+	PreflightPassed = "PreflightPassed"
+	// RollbackAllowed is False while Windows nodes exist.
+	RollbackAllowed = "RollbackAllowed"
+	// CalicoHealthy is False while a TigeraStatus is Degraded.
+	CalicoHealthy = "CalicoHealthy"
+	// DirectAPIServerAddress is False when the services endpoint is a DNS name.
+	DirectAPIServerAddress = "DirectAPIServerAddress"
+)
+
+// Reasons.
+const (
+	ReasonProgressing          = "Progressing"
+	ReasonWaiting              = "WaitingForCalico"
+	ReasonMigrated             = "Migrated"
+	ReasonRolledBack           = "RolledBack"
+	ReasonNothingToRollBack    = "NothingToRollBack"
+	ReasonPaused               = "Paused"
+	ReasonPreflightFailed      = "PreflightFailed"
+	ReasonPreflightPassed      = "ChecksPassed"
+	ReasonPreflightWarnings    = "ChecksPassedWithWarnings"
+	ReasonInstallationNotFound = "InstallationNotFound"
+	ReasonCalicoAPIUnavailable = "CalicoAPIUnavailable"
+	ReasonStepTimeout          = "StepTimeout"
+	ReasonDetectionFailed      = "DetectionFailed"
+	ReasonCalicoDegraded       = "CalicoDegraded"
+	ReasonCalicoHealthy        = "AllComponentsHealthy"
+	ReasonWindowsNodesPresent  = "WindowsNodesPresent"
+	ReasonNoWindowsNodes       = "NoWindowsNodes"
+	ReasonRollingBack          = "RollingBack"
+	ReasonAddress              = "Address"
+	ReasonHostname             = "Hostname"
+)
+
+// Set sets a condition at the object's generation.
+func Set(wr *v1alpha1.WindowsReadiness, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&wr.Status.Conditions, metav1.Condition{
+		Type:               typ,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: wr.Generation,
+	})
+}
+
+// IsTrue reports whether a condition is True.
+func IsTrue(wr *v1alpha1.WindowsReadiness, typ string) bool {
+	return meta.IsStatusConditionTrue(wr.Status.Conditions, typ)
+}
+
+// Phase derives the summary phase from the conditions and the direction.
+// Precedence: a person is needed (Stalled) over paused over done over busy.
+func Phase(wr *v1alpha1.WindowsReadiness) v1alpha1.Phase {
+	rc := meta.FindStatusCondition(wr.Status.Conditions, Reconciling)
+	switch {
+	case IsTrue(wr, Stalled):
+		return v1alpha1.PhaseStalled
+	case rc != nil && rc.Reason == ReasonPaused:
+		return v1alpha1.PhasePaused
+	}
+	if wr.Spec.Direction == v1alpha1.DirectionRollback {
+		if rc != nil && rc.Status == metav1.ConditionFalse {
+			return v1alpha1.PhaseRolledBack
+		}
+		return v1alpha1.PhaseRollingBack
+	}
+	pf := meta.FindStatusCondition(wr.Status.Conditions, PreflightPassed)
+	switch {
+	case IsTrue(wr, Ready):
+		return v1alpha1.PhaseReady
+	case rc == nil:
+		return v1alpha1.PhasePending
+	case pf == nil || pf.Status != metav1.ConditionTrue:
+		return v1alpha1.PhasePreflight
+	}
+	return v1alpha1.PhaseMigrating
+}

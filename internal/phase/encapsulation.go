@@ -1,0 +1,117 @@
+package phase
+
+import (
+	"context"
+	"fmt"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+)
+
+// Encapsulation turns every IPv4 pool of the Installation from
+// VXLANCrossSubnet to VXLAN, because Windows nodes only route pod traffic
+// through VXLAN. The Installation is the source of truth: the Tigera operator
+// reverts direct edits of the IPPools it writes.
+type Encapsulation struct{}
+
+func (Encapsulation) Name() v1alpha1.StepName { return v1alpha1.StepEncapsulation }
+
+func (Encapsulation) Record(_ context.Context, s *Scope, o *v1alpha1.Originals) error {
+	o.Pools = nil
+	for _, p := range calico.IPPools(s.Installation) {
+		o.Pools = append(o.Pools, v1alpha1.OriginalPool{Name: p.Name, CIDR: p.CIDR, Encapsulation: string(p.Encapsulation)})
+	}
+	return nil
+}
+
+// poolChange is one pool whose encapsulation differs from the target.
+type poolChange struct {
+	index    int
+	pool     operatorv1.IPPool
+	target   operatorv1.EncapsulationType
+	original operatorv1.EncapsulationType
+}
+
+// plan lists the pools whose encapsulation is not the target yet.
+func (Encapsulation) plan(s *Scope, dir v1alpha1.Direction) []poolChange {
+	var changes []poolChange
+	for i, p := range calico.IPPools(s.Installation) {
+		target, ok := targetEncapsulation(s, dir, p)
+		if ok && p.Encapsulation != target {
+			changes = append(changes, poolChange{index: i, pool: p, target: target, original: p.Encapsulation})
+		}
+	}
+	return changes
+}
+
+func targetEncapsulation(s *Scope, dir v1alpha1.Direction, p operatorv1.IPPool) (operatorv1.EncapsulationType, bool) {
+	if dir == v1alpha1.DirectionRollback {
+		for _, o := range s.Originals.Pools {
+			// A pool replaced by another with the same name is not ours to restore.
+			if o.Name == p.Name && o.CIDR == p.CIDR {
+				return operatorv1.EncapsulationType(o.Encapsulation), true
+			}
+		}
+		return "", false
+	}
+	if calico.IsIPv4(p.CIDR) && p.Encapsulation == operatorv1.EncapsulationVXLANCrossSubnet {
+		return operatorv1.EncapsulationVXLAN, true
+	}
+	return p.Encapsulation, true
+}
+
+func (e Encapsulation) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
+	if len(e.plan(s, dir)) > 0 {
+		return notHeld(), nil
+	}
+	for _, p := range calico.IPPools(s.Installation) {
+		pool, err := calico.GetIPPool(ctx, s.Reader, p.Name)
+		if err != nil {
+			return State{}, err
+		}
+		want := calico.VXLANMode(p.Encapsulation)
+		if pool == nil || pool.Spec.VXLANMode != want {
+			got := "absent"
+			if pool != nil {
+				got = string(pool.Spec.VXLANMode)
+			}
+			return waiting(fmt.Sprintf("IPPool %s to get vxlanMode %s (is %s)", p.Name, want, got)), nil
+		}
+	}
+	return settledAt(ctx, s, calico.StatusIPPools, calico.StatusCalico)
+}
+
+func (e Encapsulation) Change(ctx context.Context, s *Scope, dir v1alpha1.Direction) error {
+	p := &calico.Patch{}
+	for _, c := range e.plan(s, dir) {
+		// The index is only trusted together with the CIDR found at it.
+		p.Test(calico.PoolPath(c.index, "cidr"), c.pool.CIDR)
+		var old any
+		if c.original != "" {
+			old = string(c.original)
+		}
+		if c.target == "" {
+			p.Unset(calico.PoolPath(c.index, "encapsulation"), old)
+		} else {
+			p.Set(calico.PoolPath(c.index, "encapsulation"), old, string(c.target))
+		}
+	}
+	return p.Apply(ctx, s.Client, s.Installation)
+}
+
+// settledAt waits until each named TigeraStatus is healthy at the current
+// Installation generation, which includes every patch made so far.
+func settledAt(ctx context.Context, s *Scope, names ...string) (State, error) {
+	for _, name := range names {
+		h, err := calico.ReadHealth(ctx, s.Client, name)
+		if err != nil {
+			return State{}, err
+		}
+		if ok, why := h.SettledAt(s.Installation.Generation); !ok {
+			return waiting(why), nil
+		}
+	}
+	return done(), nil
+}

@@ -1,0 +1,221 @@
+// Package preflight decides, before the first change, whether this Calico
+// cluster can be made Windows-ready, and tells a person what to fix when not.
+package preflight
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+)
+
+// Check names.
+const (
+	CheckCalicoAPI      = "CalicoAPI"
+	CheckIPIPPools      = "IPIPPools"
+	CheckIPv6Pools      = "IPv6Pools"
+	CheckVXLANSettings  = "VXLANSettings"
+	CheckBGPPeers       = "BGPPeers"
+	CheckServiceAdverts = "ServiceAdvertisement"
+	CheckBlockSize      = "PodsPerWindowsNode"
+	CheckKubeDNS        = "KubeDNS"
+)
+
+// Windows VXLAN limits: HNS only uses UDP 4789 and VNIs from 4096.
+const (
+	windowsVXLANPort  = 4789
+	windowsMinVNI     = 4096
+	defaultBlockSize  = 26
+	reservedPerWindow = 4 // network, gateway, service address and broadcast
+)
+
+// Inputs is what the checks look at, gathered from the cluster.
+type Inputs struct {
+	Installation *operatorv1.Installation
+	// CalicoAPIServed is true when projectcalico.org/v3 serves IPPools and
+	// IPAMConfigurations (Calico API server or native v3 CRDs).
+	CalicoAPIServed bool
+	// Felix is FelixConfiguration "default"; nil when absent.
+	Felix *calicov3.FelixConfiguration
+	// BGPConfig is BGPConfiguration "default"; nil when absent.
+	BGPConfig *calicov3.BGPConfiguration
+	// BGPPeers are the names of every BGPPeer.
+	BGPPeers []string
+	// KubeDNS is true when Service kube-system/kube-dns exists.
+	KubeDNS bool
+}
+
+// Evaluate runs every check. It is pure, so each rule is table-tested.
+func Evaluate(in Inputs, spec v1alpha1.PreflightSpec) []v1alpha1.PreflightCheck {
+	checks := []v1alpha1.PreflightCheck{calicoAPI(in)}
+	checks = append(checks, ipipPools(in), ipv6Pools(in))
+	if in.CalicoAPIServed {
+		checks = append(checks, vxlanSettings(in), bgpPeers(in, spec), serviceAdverts(in, spec))
+	}
+	checks = append(checks, blockSize(in), kubeDNS(in))
+	return checks
+}
+
+// Failed returns the checks that failed.
+func Failed(checks []v1alpha1.PreflightCheck) []v1alpha1.PreflightCheck {
+	var failed []v1alpha1.PreflightCheck
+	for _, c := range checks {
+		if c.Result == v1alpha1.CheckFail {
+			failed = append(failed, c)
+		}
+	}
+	return failed
+}
+
+// Warnings returns the checks that warned.
+func Warnings(checks []v1alpha1.PreflightCheck) []v1alpha1.PreflightCheck {
+	var warned []v1alpha1.PreflightCheck
+	for _, c := range checks {
+		if c.Result == v1alpha1.CheckWarn {
+			warned = append(warned, c)
+		}
+	}
+	return warned
+}
+
+func result(name string, r v1alpha1.CheckResult, format string, args ...any) v1alpha1.PreflightCheck {
+	return v1alpha1.PreflightCheck{Name: name, Result: r, Message: fmt.Sprintf(format, args...)}
+}
+
+func calicoAPI(in Inputs) v1alpha1.PreflightCheck {
+	if in.CalicoAPIServed {
+		return result(CheckCalicoAPI, v1alpha1.CheckPass, "projectcalico.org/v3 is served")
+	}
+	return result(CheckCalicoAPI, v1alpha1.CheckFail,
+		"projectcalico.org/v3 is not served: the Tigera operator will not change IP pools without it. "+
+			"Install the Calico API server (kubectl create -f apiserver.yaml with an APIServer named default) "+
+			"or run Calico with native projectcalico.org/v3 CRDs, then wait for TigeraStatus apiserver Available")
+}
+
+func ipipPools(in Inputs) v1alpha1.PreflightCheck {
+	var bad []string
+	for _, p := range calico.IPPools(in.Installation) {
+		if calico.IsIPIP(p.Encapsulation) {
+			bad = append(bad, fmt.Sprintf("%s (%s, %s)", p.Name, p.CIDR, p.Encapsulation))
+		}
+	}
+	if len(bad) > 0 {
+		return result(CheckIPIPPools, v1alpha1.CheckFail,
+			"Windows has no IP-in-IP; these Installation pools use it: %s. Migrate them to VXLAN or VXLANCrossSubnet first",
+			strings.Join(bad, ", "))
+	}
+	return result(CheckIPIPPools, v1alpha1.CheckPass, "no pool uses IP-in-IP")
+}
+
+func ipv6Pools(in Inputs) v1alpha1.PreflightCheck {
+	var v6 []string
+	for _, p := range calico.IPPools(in.Installation) {
+		if !calico.IsIPv4(p.CIDR) {
+			v6 = append(v6, p.CIDR)
+		}
+	}
+	if len(v6) > 0 {
+		return result(CheckIPv6Pools, v1alpha1.CheckWarn,
+			"Windows nodes get IPv4 addresses only; pods there will have none from %s", strings.Join(v6, ", "))
+	}
+	return result(CheckIPv6Pools, v1alpha1.CheckPass, "all pools are IPv4")
+}
+
+func vxlanSettings(in Inputs) v1alpha1.PreflightCheck {
+	port, vni := windowsVXLANPort, windowsMinVNI
+	if f := in.Felix; f != nil {
+		if f.Spec.VXLANPort != nil {
+			port = *f.Spec.VXLANPort
+		}
+		if f.Spec.VXLANVNI != nil {
+			vni = *f.Spec.VXLANVNI
+		}
+	}
+	if port != windowsVXLANPort || vni < windowsMinVNI {
+		return result(CheckVXLANSettings, v1alpha1.CheckFail,
+			"FelixConfiguration default has vxlanPort %d and vxlanVNI %d; Windows needs port %d and a VNI of %d or more: "+
+				"set spec.vxlanPort and spec.vxlanVNI (or remove them for the defaults)", port, vni, windowsVXLANPort, windowsMinVNI)
+	}
+	return result(CheckVXLANSettings, v1alpha1.CheckPass, "VXLAN port %d, VNI %d", port, vni)
+}
+
+func acknowledged(spec v1alpha1.PreflightSpec, a v1alpha1.Acknowledgement) bool {
+	return slices.Contains(spec.Acknowledge, a)
+}
+
+func bgpPeers(in Inputs, spec v1alpha1.PreflightSpec) v1alpha1.PreflightCheck {
+	if len(in.BGPPeers) == 0 {
+		return result(CheckBGPPeers, v1alpha1.CheckPass, "no BGPPeer sessions")
+	}
+	names := in.BGPPeers
+	if len(names) > 10 {
+		names = append(slices.Clone(names[:10]), fmt.Sprintf("and %d more", len(in.BGPPeers)-10))
+	}
+	if acknowledged(spec, v1alpha1.AcknowledgeBGPPeers) {
+		return result(CheckBGPPeers, v1alpha1.CheckWarn, "turning BGP off ends the sessions of BGPPeers %s (acknowledged)",
+			strings.Join(names, ", "))
+	}
+	return result(CheckBGPPeers, v1alpha1.CheckFail,
+		"turning BGP off ends the sessions of BGPPeers %s; move what depends on them, then add BGPPeers to spec.preflight.acknowledge",
+		strings.Join(names, ", "))
+}
+
+func serviceAdverts(in Inputs, spec v1alpha1.PreflightSpec) v1alpha1.PreflightCheck {
+	var adverts []string
+	if c := in.BGPConfig; c != nil {
+		if len(c.Spec.ServiceClusterIPs) > 0 {
+			adverts = append(adverts, "serviceClusterIPs")
+		}
+		if len(c.Spec.ServiceExternalIPs) > 0 {
+			adverts = append(adverts, "serviceExternalIPs")
+		}
+		if len(c.Spec.ServiceLoadBalancerIPs) > 0 {
+			adverts = append(adverts, "serviceLoadBalancerIPs")
+		}
+	}
+	if len(adverts) == 0 {
+		return result(CheckServiceAdverts, v1alpha1.CheckPass, "no service addresses advertised over BGP")
+	}
+	if acknowledged(spec, v1alpha1.AcknowledgeServiceAdvertisement) {
+		return result(CheckServiceAdverts, v1alpha1.CheckWarn, "BGPConfiguration default advertises %s; that stops (acknowledged)",
+			strings.Join(adverts, ", "))
+	}
+	return result(CheckServiceAdverts, v1alpha1.CheckFail,
+		"BGPConfiguration default advertises %s over BGP, which stops when BGP is off; provide another path to those addresses, "+
+			"then add ServiceAdvertisement to spec.preflight.acknowledge", strings.Join(adverts, ", "))
+}
+
+func blockSize(in Inputs) v1alpha1.PreflightCheck {
+	var parts []string
+	for _, p := range calico.IPPools(in.Installation) {
+		prefix, err := netip.ParsePrefix(p.CIDR)
+		if err != nil || !prefix.Addr().Is4() {
+			continue
+		}
+		size := int32(defaultBlockSize)
+		if p.BlockSize != nil {
+			size = *p.BlockSize
+		}
+		pods := (1 << (32 - size)) - reservedPerWindow
+		parts = append(parts, fmt.Sprintf("%s: blockSize %d gives %d pods per Windows node (set maxPods to at most %d)",
+			p.Name, size, max(pods, 0), max(pods, 0)))
+	}
+	if len(parts) == 0 {
+		return result(CheckBlockSize, v1alpha1.CheckWarn, "no IPv4 pool: Windows pods will get no address")
+	}
+	return result(CheckBlockSize, v1alpha1.CheckInfo, "%s", strings.Join(parts, "; "))
+}
+
+func kubeDNS(in Inputs) v1alpha1.PreflightCheck {
+	if in.KubeDNS {
+		return result(CheckKubeDNS, v1alpha1.CheckPass, "Service kube-system/kube-dns exists")
+	}
+	return result(CheckKubeDNS, v1alpha1.CheckWarn,
+		"Service kube-system/kube-dns is missing: the Tigera operator's Windows controller waits for it before rendering calico-node-windows")
+}
