@@ -15,6 +15,7 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/metrics"
 )
 
 // NewScheme registers winready's API and every type the reconciler reads.
@@ -45,14 +46,16 @@ func CacheOptions() cache.Options {
 }
 
 // NewReconciler builds the reconciler for a manager made with NewScheme and
-// CacheOptions; call SetupWithManager to start it with the manager.
+// CacheOptions; call SetupWithManager to start it with the manager. Its
+// client counts the writes it makes (Writes).
 func NewReconciler(mgr ctrl.Manager) (*Reconciler, error) {
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
 	}
+	metrics.Register()
 	return &Reconciler{
-		Client:    mgr.GetClient(),
+		Client:    &metrics.CountingClient{Client: mgr.GetClient(), Writes: metrics.NewWriteCounter(mgr.GetScheme())},
 		APIReader: mgr.GetAPIReader(),
 		Discovery: disco,
 		Recorder:  mgr.GetEventRecorder("winready"),

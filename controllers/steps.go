@@ -51,6 +51,12 @@ func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction,
 				return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)
 			}
 		}
+		if st.Holds && p.finished(step.Name(), dir) {
+			// Calico applied this step before; later steps' changes make its
+			// TigeraStatus and rollouts move again, which is not this step's
+			// to wait for. The value itself is still checked above.
+			continue
+		}
 		if !st.Settled {
 			p.startStep(step.Name(), dir)
 			msg := fmt.Sprintf("step %d/%d (%s): waiting for %s", n, total, step.Name(), st.Waiting)
@@ -147,6 +153,15 @@ func (p *pass) startStep(name v1alpha1.StepName, dir v1alpha1.Direction) {
 	now := metav1.NewTime(p.r.Clock.Now())
 	step.State, step.StartedAt, step.FinishedAt, step.Changed = state, &now, nil, false
 	p.event(corev1.EventTypeNormal, "StepStarted", string(name), "%s %s", stateVerb(dir), name)
+}
+
+// finished reports whether the status records the step as done in direction dir.
+func (p *pass) finished(name v1alpha1.StepName, dir v1alpha1.Direction) bool {
+	want := v1alpha1.StepCompleted
+	if dir == v1alpha1.DirectionRollback {
+		want = v1alpha1.StepReverted
+	}
+	return p.step(name).State == want
 }
 
 func (p *pass) markChanged(name v1alpha1.StepName) { p.step(name).Changed = true }

@@ -75,8 +75,10 @@ type Reconciler struct {
 
 // Reconcile runs one pass of the migration or rollback and writes the status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Read past the cache: the status written by the previous reconcile must
+	// be seen, or a finished step would be waited for again.
 	wr := &v1alpha1.WindowsReadiness{}
-	if err := r.Client.Get(ctx, req.NamespacedName, wr); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, wr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if wr.Name != v1alpha1.Name {

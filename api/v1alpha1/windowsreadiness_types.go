@@ -42,13 +42,13 @@ const (
 )
 
 // IPv4CIDR is an IPv4 network in canonical form, such as 10.96.0.0/12.
-// +kubebuilder:validation:MaxLength=18
+// +kubebuilder:validation:MaxLength=64
 // +kubebuilder:validation:XValidation:rule="isCIDR(self) && cidr(self).ip().family() == 4",message="must be an IPv4 CIDR such as 10.96.0.0/12: Windows nodes support IPv4 only"
 // +kubebuilder:validation:XValidation:rule="!isCIDR(self) || string(cidr(self).masked()) == self",message="must be a network address in canonical form (host bits zero), such as 10.96.0.0/12"
 type IPv4CIDR string
 
 // IPv4Address is a single IPv4 address, such as 10.0.1.20.
-// +kubebuilder:validation:MaxLength=15
+// +kubebuilder:validation:MaxLength=64
 // +kubebuilder:validation:XValidation:rule="isIP(self) && ip(self).family() == 4",message="must be an IPv4 address such as 10.0.1.20"
 type IPv4Address string
 

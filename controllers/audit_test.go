@@ -1,0 +1,89 @@
+package controllers_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// The API server's audit log is the one count of writes that a crash cannot
+// blur: a request cancelled by a stopping manager may still have been applied.
+
+const operatorUserAgent = "winready-under-test"
+
+// auditPolicy records every write at Metadata level, once, when it completes.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+- level: None
+`
+
+// enableAudit makes the API server write its audit log into dir.
+func enableAudit(env *envtest.Environment, dir string) string {
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	Expect(os.WriteFile(policy, []byte(auditPolicy), 0o600)).To(Succeed())
+	logPath := filepath.Join(dir, "audit.log")
+	args := env.ControlPlane.GetAPIServer().Configure()
+	args.Set("audit-policy-file", policy)
+	args.Set("audit-log-path", logPath)
+	args.Set("audit-log-mode", "blocking")
+	return logPath
+}
+
+var auditLog string
+
+type auditEvent struct {
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	ObjectRef struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+}
+
+// appliedWrites counts the writes by winready that the API server accepted,
+// keyed "<resource> <verb>", leaving out its own WindowsReadiness.
+func appliedWrites() map[string]int {
+	f, err := os.Open(auditLog)
+	Expect(err).NotTo(HaveOccurred())
+	defer f.Close()
+	counts := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev auditEvent
+		Expect(json.Unmarshal(sc.Bytes(), &ev)).To(Succeed())
+		if !strings.HasPrefix(ev.UserAgent, operatorUserAgent) || ev.ResponseStatus.Code >= 300 ||
+			ev.ObjectRef.Resource == "windowsreadinesses" || ev.ObjectRef.Resource == "events" || ev.ObjectRef.Resource == "leases" {
+			continue
+		}
+		counts[ev.ObjectRef.Resource+" "+ev.Verb]++
+	}
+	Expect(sc.Err()).NotTo(HaveOccurred())
+	return counts
+}
+
+// appliedWritesSince returns a function that counts the writes accepted
+// since baseline was taken.
+func appliedWritesSince(baseline map[string]int) func() map[string]int {
+	return func() map[string]int {
+		counts := appliedWrites()
+		for k, v := range baseline {
+			if counts[k] -= v; counts[k] == 0 {
+				delete(counts, k)
+			}
+		}
+		return counts
+	}
+}

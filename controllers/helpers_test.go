@@ -1,0 +1,133 @@
+package controllers_test
+
+import (
+	"time"
+
+	"context"
+
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+)
+
+var ctx = context.Background()
+
+// createWR creates the WindowsReadiness "default" with the given changes.
+func createWR(mutate ...func(*v1alpha1.WindowsReadiness)) {
+	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
+	for _, m := range mutate {
+		m(wr)
+	}
+	Expect(k8s.Create(ctx, wr)).To(Succeed())
+}
+
+// updateWR changes the spec of the WindowsReadiness, retrying on conflicts.
+func updateWR(mutate func(*v1alpha1.WindowsReadiness)) {
+	Eventually(func() error {
+		wr := getWR()
+		mutate(wr)
+		return k8s.Update(ctx, wr)
+	}).Should(Succeed())
+}
+
+func getWR() *v1alpha1.WindowsReadiness {
+	wr := &v1alpha1.WindowsReadiness{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr)).To(Succeed())
+	return wr
+}
+
+// deleteWR deletes the WindowsReadiness and waits until it is gone.
+func deleteWR() {
+	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
+	Expect(client.IgnoreNotFound(k8s.Delete(ctx, wr))).To(Succeed())
+	Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(wr), wr))
+	}).Should(BeTrue(), "the WindowsReadiness is deleted")
+}
+
+// condition returns a condition of the WindowsReadiness, or an empty one.
+func condition(typ string) func() metav1.Condition {
+	return func() metav1.Condition {
+		if c := meta.FindStatusCondition(getWR().Status.Conditions, typ); c != nil {
+			return *c
+		}
+		return metav1.Condition{}
+	}
+}
+
+func phaseOf() v1alpha1.Phase { return getWR().Status.Phase }
+
+func stepOf(name v1alpha1.StepName) func() v1alpha1.StepStatus {
+	return func() v1alpha1.StepStatus {
+		for _, s := range getWR().Status.Steps {
+			if s.Name == name {
+				return s
+			}
+		}
+		return v1alpha1.StepStatus{}
+	}
+}
+
+func installation() *operatorv1.Installation {
+	inst := &operatorv1.Installation{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: calico.InstallationName}, inst)).To(Succeed())
+	return inst
+}
+
+func ipamConfig() *calicov3.IPAMConfiguration {
+	cfg := &calicov3.IPAMConfiguration{}
+	err := k8s.Get(ctx, client.ObjectKey{Name: calico.IPAMConfigName}, cfg)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return cfg
+}
+
+func servicesEndpoint() *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{}
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: calico.OperatorNamespace, Name: calico.ServicesEndpointConfigMap}, cm)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return cm
+}
+
+func ipPool(name string) *calicov3.IPPool {
+	pool := &calicov3.IPPool{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, pool)).To(Succeed())
+	return pool
+}
+
+// serviceCIDRsOfCluster is what the API server itself says the service
+// network is: the ServiceCIDR objects.
+func serviceCIDRsOfCluster() []string {
+	list := &networkingv1.ServiceCIDRList{}
+	Expect(k8s.List(ctx, list)).To(Succeed())
+	var cidrs []string
+	for _, sc := range list.Items {
+		cidrs = append(cidrs, sc.Spec.CIDRs...)
+	}
+	return cidrs
+}
+
+func haveStatus(status metav1.ConditionStatus, reason string) types.GomegaMatcher {
+	return And(HaveField("Status", status), HaveField("Reason", reason))
+}
+
+func mustParse(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	Expect(err).NotTo(HaveOccurred())
+	return d
+}

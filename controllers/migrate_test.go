@@ -1,0 +1,245 @@
+package controllers_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/metrics"
+	"github.com/winready/winready/test/calicosim"
+)
+
+var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
+	var op *operator
+
+	seed := func(cl calicosim.Cluster) {
+		Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
+		Eventually(func() bool {
+			h, err := calico.ReadHealth(ctx, k8s, calico.StatusCalico)
+			return err == nil && h.Available && !h.Progressing
+		}).Should(BeTrue(), "the simulated Calico is healthy before the test starts")
+	}
+
+	AfterEach(func() {
+		if op != nil {
+			op.stop()
+			op = nil
+		}
+		deleteWR()
+		sim.ClearFault()
+		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
+	})
+
+	It("takes the seed's main cluster to Ready with exactly the expected end state", func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+		createWR()
+
+		Eventually(condition(conditions.Ready)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonMigrated), "the migration finishes")
+		wr := getWR()
+		Expect(wr.Status.Phase).To(Equal(v1alpha1.PhaseReady))
+		Expect(wr.Status.ObservedGeneration).To(Equal(wr.Generation))
+		Expect(wr.Status.Steps).To(HaveLen(6))
+		for _, s := range wr.Status.Steps {
+			Expect(s.State).To(Equal(v1alpha1.StepCompleted), string(s.Name))
+			Expect(s.Changed).To(BeTrue(), string(s.Name))
+		}
+
+		inst := installation()
+		Expect(inst.Spec.CalicoNetwork.IPPools).To(HaveLen(1))
+		Expect(inst.Spec.CalicoNetwork.IPPools[0].Encapsulation).To(Equal(operatorv1.EncapsulationVXLAN))
+		Expect(inst.Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)))
+		Expect(inst.Spec.CalicoNetwork.WindowsDataplane).To(HaveValue(Equal(operatorv1.WindowsDataplaneHNS)))
+		Expect(inst.Spec.ServiceCIDRs).To(Equal(serviceCIDRsOfCluster()))
+		Expect(ipPool(inst.Spec.CalicoNetwork.IPPools[0].Name).Spec.VXLANMode).To(BeEquivalentTo("Always"))
+		Expect(ipamConfig().Spec.StrictAffinity).To(BeTrue())
+		Expect(servicesEndpoint().Data).To(Equal(map[string]string{
+			calico.ServiceHostKey: "10.0.0.10", calico.ServicePortKey: "6443",
+		}), "the address comes from kubeadm-config's controlPlaneEndpoint")
+		ds := &appsv1.DaemonSet{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.WindowsNodeDaemonSet}, ds)).To(Succeed())
+
+		By("recording every original value, absent ones included")
+		o := wr.Status.Originals
+		Expect(o).NotTo(BeNil())
+		Expect(o.IPAMConfig).To(Equal(v1alpha1.OriginalIPAMConfig{Present: true, StrictAffinity: false}))
+		Expect(o.Pools).To(ConsistOf(v1alpha1.OriginalPool{Name: "default-ipv4-ippool", CIDR: "172.20.0.0/16", Encapsulation: "VXLANCrossSubnet"}))
+		Expect(o.BGP).To(Equal(v1alpha1.OriginalValue{Present: true, Value: "Enabled"}))
+		Expect(o.ServicesEndpoint.Present).To(BeFalse())
+		Expect(o.ServiceCIDRs.Present).To(BeFalse())
+		Expect(o.WindowsDataplane).To(Equal(v1alpha1.OriginalValue{Present: true, Value: "Disabled"}), "the Tigera operator defaults it")
+		Expect(o.WindowsNodesPresent).To(BeFalse())
+
+		By("writing each Calico object exactly once")
+		Expect(op.writes.Snapshot()).To(Equal(map[string]int{
+			"IPAMConfiguration patch": 1,
+			"Installation patch":      4,
+			"ConfigMap create":        1,
+		}))
+	})
+
+	It("skips every step the cluster already holds", func() {
+		cl := calicosim.MainCluster()
+		cl.StrictAffinity = ptr.To(true)
+		cl.Pools[0].Encapsulation = operatorv1.EncapsulationVXLAN
+		cl.BGP = operatorv1.BGPDisabled
+		seed(cl)
+		op = startOperator(nil, nil)
+		createWR()
+
+		Eventually(condition(conditions.Ready)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonMigrated))
+		for _, name := range []v1alpha1.StepName{v1alpha1.StepStrictAffinity, v1alpha1.StepEncapsulation, v1alpha1.StepBGP} {
+			Expect(stepOf(name)()).To(And(HaveField("State", v1alpha1.StepCompleted), HaveField("Changed", false)), string(name))
+		}
+		for _, name := range []v1alpha1.StepName{v1alpha1.StepServicesEndpoint, v1alpha1.StepServiceCIDRs, v1alpha1.StepWindowsDataplane} {
+			Expect(stepOf(name)()).To(HaveField("Changed", true), string(name))
+		}
+		Expect(op.writes.Snapshot()).To(Equal(map[string]int{"Installation patch": 2, "ConfigMap create": 1}))
+	})
+
+	It("creates the IPAM configuration when the cluster has none, and records that it was absent", func() {
+		cl := calicosim.MainCluster()
+		cl.StrictAffinity = nil
+		seed(cl)
+		op = startOperator(nil, nil)
+		createWR()
+
+		Eventually(condition(conditions.Ready)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonMigrated))
+		cfg := ipamConfig()
+		Expect(cfg).NotTo(BeNil())
+		Expect(cfg.Spec.StrictAffinity).To(BeTrue())
+		Expect(cfg.Spec.AutoAllocateBlocks).To(BeTrue())
+		Expect(getWR().Status.Originals.IPAMConfig.Present).To(BeFalse())
+	})
+
+	It("changes every IPv4 cross-subnet pool and leaves the others alone", func() {
+		cl := calicosim.MainCluster()
+		cl.Pools = append(cl.Pools,
+			operatorv1.IPPool{Name: "second", CIDR: "172.21.0.0/16", Encapsulation: operatorv1.EncapsulationVXLANCrossSubnet,
+				BlockSize: ptr.To[int32](26), NATOutgoing: operatorv1.NATOutgoingEnabled},
+			operatorv1.IPPool{Name: "already-vxlan", CIDR: "172.22.0.0/16", Encapsulation: operatorv1.EncapsulationVXLAN,
+				BlockSize: ptr.To[int32](26), NATOutgoing: operatorv1.NATOutgoingEnabled},
+			operatorv1.IPPool{Name: "ipv6", CIDR: "fd00:10::/48", Encapsulation: operatorv1.EncapsulationNone,
+				BlockSize: ptr.To[int32](122), NATOutgoing: operatorv1.NATOutgoingDisabled},
+		)
+		seed(cl)
+		op = startOperator(nil, nil)
+		createWR()
+
+		Eventually(condition(conditions.Ready)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonMigrated))
+		encaps := map[string]operatorv1.EncapsulationType{}
+		for _, p := range installation().Spec.CalicoNetwork.IPPools {
+			encaps[p.Name] = p.Encapsulation
+		}
+		Expect(encaps).To(Equal(map[string]operatorv1.EncapsulationType{
+			"default-ipv4-ippool": operatorv1.EncapsulationVXLAN,
+			"second":              operatorv1.EncapsulationVXLAN,
+			"already-vxlan":       operatorv1.EncapsulationVXLAN,
+			"ipv6":                operatorv1.EncapsulationNone,
+		}))
+		Expect(ipPool("second").Spec.VXLANMode).To(BeEquivalentTo("Always"))
+		Expect(condition(conditions.PreflightPassed)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightWarnings),
+			"an IPv6 pool is a warning: Windows pods get IPv4 only")
+		Expect(op.writes.Snapshot()).To(HaveKeyWithValue("Installation patch", 4), "both pools change in one patch")
+	})
+
+	It("refuses an IPIP cluster in preflight and changes nothing", func() {
+		cl := calicosim.MainCluster()
+		cl.Pools[0].Encapsulation = operatorv1.EncapsulationIPIP
+		seed(cl)
+		baseline := appliedWrites()
+		op = startOperator(nil, nil)
+		createWR()
+
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+		Expect(condition(conditions.PreflightPassed)().Message).To(ContainSubstring("IP-in-IP"))
+		Expect(phaseOf()).To(Equal(v1alpha1.PhaseStalled))
+		Expect(getWR().Status.Originals).To(BeNil())
+		Consistently(appliedWritesSince(baseline)).Should(BeEmpty(), "winready wrote nothing to the cluster")
+		Expect(op.writes.Snapshot()).To(BeEmpty())
+	})
+
+	It("stops before the next change while paused, and goes on when unpaused", func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+		Expect(condition(conditions.Reconciling)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonPaused))
+		Expect(op.writes.Snapshot()).To(BeEmpty())
+		Expect(ipamConfig().Spec.StrictAffinity).To(BeFalse())
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+	})
+
+	It("makes no change while Calico is Degraded and resumes by itself when it recovers", func() {
+		seed(calicosim.MainCluster())
+		sim.InjectFault("calico-node crash looping on linux-1")
+		Eventually(func() bool {
+			h, _ := calico.ReadHealth(ctx, k8s, calico.StatusCalico)
+			return h.Degraded
+		}).Should(BeTrue())
+		op = startOperator(nil, nil)
+		createWR()
+
+		Eventually(condition(conditions.CalicoHealthy)).Should(haveStatus(metav1.ConditionFalse, conditions.ReasonCalicoDegraded))
+		Expect(condition(conditions.Reconciling)().Message).To(ContainSubstring("crash looping"))
+		Expect(condition(conditions.Stalled)().Status).NotTo(Equal(metav1.ConditionTrue), "Calico may recover by itself")
+		Expect(op.writes.Snapshot()).To(BeEmpty())
+
+		sim.ClearFault()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(condition(conditions.CalicoHealthy)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonCalicoHealthy))
+	})
+
+	It("uses the API server address and service network from the spec", func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: "api.example.com", Port: 8443}
+			wr.Spec.ServiceCIDRs = []v1alpha1.IPv4CIDR{"10.128.0.0/16"}
+		})
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(servicesEndpoint().Data).To(Equal(map[string]string{calico.ServiceHostKey: "api.example.com", calico.ServicePortKey: "8443"}))
+		Expect(installation().Spec.ServiceCIDRs).To(Equal([]string{"10.128.0.0/16"}))
+		Expect(condition(conditions.DirectAPIServerAddress)()).To(haveStatus(metav1.ConditionFalse, conditions.ReasonHostname),
+			"a DNS name is allowed but warned about")
+	})
+
+	It("finishes with the same end state, applying nothing twice, when the manager restarts at every point", func() {
+		seed(calicosim.MainCluster())
+		baseline := appliedWrites()
+		writes := metrics.NewWriteCounter(scheme)
+		op = startOperator(nil, writes)
+		createWR()
+
+		// Restart whenever the reported progress changes: after each change,
+		// in the middle of each wait, and after each finished step.
+		seen := map[string]bool{}
+		restarts := 0
+		Eventually(func() v1alpha1.Phase {
+			wr := getWR()
+			if msg := wr.Status.Message; msg != "" && !seen[msg] && wr.Status.Phase != v1alpha1.PhaseReady {
+				seen[msg] = true
+				op.stop()
+				restarts++
+				op = startOperator(op.clock, writes)
+			}
+			return wr.Status.Phase
+		}).Should(Equal(v1alpha1.PhaseReady))
+		Expect(restarts).To(BeNumerically(">=", 6), "restarted at least once per step")
+		Eventually(appliedWritesSince(baseline)).Should(Equal(map[string]int{
+			"ipamconfigurations patch": 1,
+			"installations patch":      4,
+			"configmaps create":        1,
+		}), "the API server applied each change once")
+	})
+})

@@ -1,0 +1,148 @@
+package controllers_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/metrics"
+	"github.com/winready/winready/test/calicosim"
+)
+
+func TestControllers(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "WindowsReadiness controller")
+}
+
+var (
+	testEnv   *envtest.Environment
+	cfg       *rest.Config
+	scheme    *runtime.Scheme
+	k8s       client.Client // uncached: assertions never go through a cache
+	sim       *calicosim.Simulator
+	simCancel context.CancelFunc
+)
+
+// crdPaths are winready's CRD and the Calico CRDs fetched by hack/calico-crds.sh.
+func crdPaths(calicoAPI bool) []string {
+	paths := []string{
+		filepath.Join("..", "config", "crd", "bases"),
+		filepath.Join("..", "bin", "crds", "operator"),
+	}
+	if calicoAPI {
+		paths = append(paths, filepath.Join("..", "bin", "crds", "calico"))
+	}
+	return paths
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// Rollouts of three simulated nodes take well under a second; the
+	// generous bound only matters on a loaded CI machine.
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(20 * time.Millisecond)
+	SetDefaultConsistentlyDuration(300 * time.Millisecond)
+	testEnv = &envtest.Environment{CRDDirectoryPaths: crdPaths(true), ErrorIfCRDPathMissing: true}
+	auditLog = enableAudit(testEnv, GinkgoT().TempDir())
+	var err error
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	scheme, err = controllers.NewScheme()
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	// The simulator plays the Tigera operator and the DaemonSet controller,
+	// in a manager of its own, for the whole suite.
+	sim = calicosim.New(calicosim.Options{})
+	simMgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(sim.SetupWithManager(simMgr)).To(Succeed())
+	var ctx context.Context
+	ctx, simCancel = context.WithCancel(context.Background())
+	go func() {
+		defer GinkgoRecover()
+		Expect(simMgr.Start(ctx)).To(Succeed())
+	}()
+})
+
+var _ = AfterSuite(func() {
+	if simCancel != nil {
+		simCancel()
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// operator is one run of winready's manager, as the production binary wires
+// it, with a fake clock and a count of every write it makes.
+type operator struct {
+	clock  *clocktesting.FakeClock
+	writes *metrics.WriteCounter
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// ctrlConfig lets several managers in one process register the same
+// controller name, as a restarted operator does.
+func ctrlConfig() config.Controller {
+	return config.Controller{SkipNameValidation: ptr.To(true)}
+}
+
+// startOperator starts winready's manager; stop it with stop(). Counts and
+// the clock can be carried over from a previous run to model a restart.
+func startOperator(clock *clocktesting.FakeClock, writes *metrics.WriteCounter) *operator {
+	if clock == nil {
+		clock = clocktesting.NewFakeClock(time.Now())
+	}
+	if writes == nil {
+		writes = metrics.NewWriteCounter(scheme)
+	}
+	opCfg := rest.CopyConfig(cfg)
+	opCfg.UserAgent = operatorUserAgent
+	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  controllers.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             ctrlConfig(),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	r, err := controllers.NewReconciler(mgr)
+	Expect(err).NotTo(HaveOccurred())
+	r.Clock = clock
+	r.GuardRetry = 20 * time.Millisecond
+	r.Client = &metrics.CountingClient{Client: mgr.GetClient(), Writes: writes}
+	Expect(r.SetupWithManager(mgr)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	op := &operator{clock: clock, writes: writes, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer GinkgoRecover()
+		defer close(op.done)
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+	return op
+}
+
+// stop stops the manager and waits until it has returned.
+func (o *operator) stop() {
+	o.cancel()
+	Eventually(o.done).Should(BeClosed(), "the manager stops")
+}

@@ -1,0 +1,102 @@
+// Package metrics exposes winready's Prometheus metrics on the manager's
+// metrics endpoint.
+package metrics
+
+import (
+	"context"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// apiWrites counts the writes the API server accepted from the reconciler,
+// by verb and kind; status writes of the WindowsReadiness are not included.
+var apiWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "winready_api_writes_total",
+	Help: "Writes to cluster objects accepted by the API server, by verb and kind.",
+}, []string{"verb", "kind"})
+
+var registerOnce sync.Once
+
+// Register adds winready's metrics to controller-runtime's registry, which
+// the manager serves.
+func Register() {
+	registerOnce.Do(func() { crmetrics.Registry.MustRegister(apiWrites) })
+}
+
+// WriteCounter counts the writes made through a CountingClient.
+type WriteCounter struct {
+	scheme *runtime.Scheme
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// NewWriteCounter returns an empty counter that names kinds with scheme.
+func NewWriteCounter(scheme *runtime.Scheme) *WriteCounter {
+	return &WriteCounter{scheme: scheme, counts: map[string]int{}}
+}
+
+func (w *WriteCounter) add(obj client.Object, verb string) {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" {
+		if gvks, _, err := w.scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
+			kind = gvks[0].Kind
+		}
+	}
+	apiWrites.WithLabelValues(verb, kind).Inc()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.counts[kind+" "+verb]++
+}
+
+// Snapshot returns the counts so far, keyed "<Kind> <verb>".
+func (w *WriteCounter) Snapshot() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]int, len(w.counts))
+	for k, v := range w.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// Total is the number of writes so far.
+func (w *WriteCounter) Total() int {
+	total := 0
+	for _, v := range w.Snapshot() {
+		total += v
+	}
+	return total
+}
+
+// CountingClient counts every write the API server accepted.
+type CountingClient struct {
+	client.Client
+	Writes *WriteCounter
+}
+
+func (c *CountingClient) count(obj client.Object, verb string, err error) error {
+	if err == nil {
+		c.Writes.add(obj, verb)
+	}
+	return err
+}
+
+func (c *CountingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	return c.count(obj, "create", c.Client.Create(ctx, obj, opts...))
+}
+
+func (c *CountingClient) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+	return c.count(obj, "patch", c.Client.Patch(ctx, obj, p, opts...))
+}
+
+func (c *CountingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	return c.count(obj, "update", c.Client.Update(ctx, obj, opts...))
+}
+
+func (c *CountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	return c.count(obj, "delete", c.Client.Delete(ctx, obj, opts...))
+}

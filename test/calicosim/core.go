@@ -1,0 +1,169 @@
+package calicosim
+
+import (
+	"context"
+
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+const calicoVersion = "v3.32.0"
+
+// coreController plays the operator's core Installation controller (pkg/controller/installation/
+// core_controller.go): it defaults and validates the Installation, renders calico-node, reports TigeraStatus
+// calico and writes Installation status.computed once everything is available.
+type coreController struct {
+	sim    *Simulator
+	status statusManager
+}
+
+func (r *coreController) setup(mgr ctrl.Manager) error {
+	toInstallation := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: installationName}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("calicosim-installation").
+		WithOptions(controllerOptions()).
+		For(&operatorv1.Installation{}, builder.WithPredicates(named(installationName))).
+		Watches(&corev1.ConfigMap{}, toInstallation, builder.WithPredicates(inNamespace(operatorNamespace), named(servicesEndpointCM))).
+		Watches(&appsv1.DaemonSet{}, toInstallation, builder.WithPredicates(inNamespace(calicoNamespace), named(nodeDaemonSet))).
+		Watches(&calicov3.IPPool{}, toInstallation).
+		WatchesRawSource(source.Channel(r.sim.corePokes, toInstallation)).
+		Complete(r)
+}
+
+func (r *coreController) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.Result, error) {
+	inst, err := r.sim.installation(ctx)
+	if err != nil {
+		return finish(err)
+	}
+	if inst == nil {
+		r.status.notFound()
+		return ctrl.Result{}, nil
+	}
+	r.status.found(inst)
+	done, err := r.reconcile(ctx, inst)
+	// SetMetaData: the conditions describe the generation this reconcile saw (after its own defaults patch).
+	r.status.observedGeneration = inst.Generation
+
+	h, herr := r.sim.daemonSetHealth(ctx, r.status.daemonSets)
+	if herr != nil {
+		return finish(herr)
+	}
+	if fault := r.sim.currentFault(); fault != "" {
+		h.failing = append(h.failing, fault)
+	}
+	wait, serr := r.sim.syncStatus(ctx, &r.status, h)
+	if err == nil {
+		err = serr
+	}
+	if err == nil && done && r.status.available(h) {
+		err = r.writeComputed(ctx, inst)
+	}
+	return finish(err, wait)
+}
+
+// reconcile does the work of one pass; done says it got to the end, as the operator's ReadyToMonitor does.
+func (r *coreController) reconcile(ctx context.Context, inst *operatorv1.Installation) (bool, error) {
+	pools := &calicov3.IPPoolList{}
+	if err := r.sim.reader.List(ctx, pools); err != nil {
+		return false, err
+	}
+	cm, err := r.sim.servicesEndpoint(ctx)
+	if err != nil {
+		r.status.setDegraded(operatorv1.ResourceReadError, msgServicesEndpointRead, err)
+		return false, err
+	}
+	ep := endpointFrom(cm)
+
+	// Validation runs on the defaulted spec, and an invalid one is not even defaulted.
+	defaulted := inst.Spec.DeepCopy()
+	fillCoreDefaults(defaulted, pools.Items)
+	if err := validateInstallation(defaulted, ep); err != nil {
+		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidInstallation, err)
+		return false, nil
+	}
+	if err := r.sim.writeDefaults(ctx, inst, func(spec *operatorv1.InstallationSpec) { fillCoreDefaults(spec, pools.Items) }); err != nil {
+		r.status.setDegraded(operatorv1.ResourceUpdateError, "Failed to write defaults", err)
+		return false, err
+	}
+
+	enabled := 0
+	for _, p := range pools.Items {
+		if !p.Spec.Disabled {
+			enabled++
+		}
+	}
+	if enabled == 0 {
+		r.status.setDegraded(operatorv1.ResourceNotFound, msgWaitingForPools, nil)
+		return false, nil
+	}
+
+	if err := r.sim.applyDaemonSet(ctx, renderCalicoNode(&inst.Spec, ep)); err != nil {
+		r.status.setDegraded(operatorv1.ResourceUpdateError, "Error creating / updating resource", err)
+		return false, err
+	}
+	r.status.daemonSets = []types.NamespacedName{daemonSetKey(nodeDaemonSet)}
+	r.status.readyToMonitor = true
+	r.status.clearDegraded()
+	return true, nil
+}
+
+// writeComputed records the spec that is now fully in effect, as the operator does only after an available
+// reconcile.
+func (r *coreController) writeComputed(ctx context.Context, inst *operatorv1.Installation) error {
+	if inst.Status.Variant == operatorv1.Calico && inst.Status.CalicoVersion == calicoVersion &&
+		equality.Semantic.DeepEqual(inst.Status.Computed, &inst.Spec) {
+		return nil
+	}
+	inst.Status.Variant = operatorv1.Calico
+	inst.Status.CalicoVersion = calicoVersion
+	inst.Status.Computed = inst.Spec.DeepCopy()
+	return r.sim.updateStatus(ctx, inst)
+}
+
+// servicesEndpoint reads ConfigMap tigera-operator/kubernetes-services-endpoint; nil when it does not exist.
+func (s *Simulator) servicesEndpoint(ctx context.Context) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{}
+	err := s.reader.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: servicesEndpointCM}, cm)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cm, nil
+}
+
+// controllerOptions lets several managers in one test process register controllers of the same name.
+func controllerOptions() controller.Options {
+	return controller.Options{SkipNameValidation: ptrTo(true)}
+}
+
+func named(name string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == name })
+}
+
+func inNamespace(namespaces ...string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		for _, ns := range namespaces {
+			if o.GetNamespace() == ns {
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -1,0 +1,302 @@
+package calicosim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Node is a simulated node.
+type Node struct {
+	Name, InternalIP string
+	Windows          bool
+}
+
+// Cluster describes what Seed creates.
+type Cluster struct {
+	Nodes []Node
+	// Pools is the Installation's spec.calicoNetwork.ipPools. Empty seeds the operator's own default pool
+	// (default-ipv4-ippool, 192.168.0.0/16), as it would have written it on first install.
+	Pools []operatorv1.IPPool
+	// BGP is spec.calicoNetwork.bgp; "" leaves the field out (the simulated operator then defaults it to Enabled).
+	BGP operatorv1.BGPOption
+	// StrictAffinity nil means no IPAMConfiguration "default"; otherwise it is created with this value and
+	// autoAllocateBlocks true.
+	StrictAffinity *bool
+	// ServicesEndpoint nil means no ConfigMap tigera-operator/kubernetes-services-endpoint; otherwise its data.
+	ServicesEndpoint map[string]string
+	// ServiceCIDRs is the Installation's spec.serviceCIDRs (nil leaves the field out).
+	ServiceCIDRs []string
+	// KubeadmConfig nil means no kube-system/kubeadm-config ConfigMap.
+	KubeadmConfig *KubeadmConfig
+}
+
+// KubeadmConfig is what Seed writes into kube-system/kubeadm-config.
+type KubeadmConfig struct {
+	ControlPlaneEndpoint string // host:port
+	ServiceSubnet        string
+}
+
+// MainCluster is the usual starting point: three Linux nodes, one VXLANCrossSubnet pool, BGP on,
+// strictAffinity false, no services endpoint, no serviceCIDRs, and a kubeadm-config.
+func MainCluster() Cluster {
+	return Cluster{
+		Nodes: []Node{
+			{Name: "linux-0", InternalIP: "10.0.0.11"},
+			{Name: "linux-1", InternalIP: "10.0.0.12"},
+			{Name: "linux-2", InternalIP: "10.0.0.13"},
+		},
+		Pools: []operatorv1.IPPool{{
+			Name:          defaultPoolName,
+			CIDR:          "172.20.0.0/16",
+			Encapsulation: operatorv1.EncapsulationVXLANCrossSubnet,
+			BlockSize:     ptrTo(int32(defaultV4BlockSize)),
+			NATOutgoing:   operatorv1.NATOutgoingEnabled,
+		}},
+		BGP:            operatorv1.BGPEnabled,
+		StrictAffinity: ptrTo(false),
+		KubeadmConfig:  &KubeadmConfig{ControlPlaneEndpoint: "10.0.0.10:6443", ServiceSubnet: "10.96.0.0/12"},
+	}
+}
+
+// kubeDNSClusterIP is kubeadm's usual DNS address; Seed uses it when the API server's service range holds it.
+const kubeDNSClusterIP = "10.96.0.10"
+
+// Seed creates the cluster as the Tigera operator would have left it, healthy and fully rolled out: nodes,
+// kube-dns, the ConfigMaps and IPAM configuration of cl, the IPPools, DaemonSet calico-node with a finished
+// rollout, TigeraStatus calico, ippools and apiserver Available, and last the Installation "default" with the
+// spec a user writes (the simulator then adds the operator's defaults, as on first sight). Objects the simulator
+// also writes are created before the Installation, so that a running simulator finds them in place.
+func Seed(ctx context.Context, c client.Client, cl Cluster) error {
+	for _, ns := range []string{calicoNamespace, operatorNamespace, kubeSystem} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+	}
+	for _, n := range cl.Nodes {
+		if err := createNode(ctx, c, n); err != nil {
+			return err
+		}
+	}
+	if err := createKubeDNS(ctx, c); err != nil {
+		return err
+	}
+	if k := cl.KubeadmConfig; k != nil {
+		if err := create(ctx, c, kubeadmConfigMap(k, cl.Pools)); err != nil {
+			return err
+		}
+	}
+	if cl.StrictAffinity != nil {
+		ipam := &calicov3.IPAMConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: ipamConfigName},
+			Spec:       calicov3.IPAMConfigurationSpec{StrictAffinity: *cl.StrictAffinity, AutoAllocateBlocks: true},
+		}
+		if err := create(ctx, c, ipam); err != nil {
+			return err
+		}
+	}
+	var ep serviceEndpoint
+	if cl.ServicesEndpoint != nil {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: servicesEndpointCM},
+			Data:       cl.ServicesEndpoint,
+		}
+		if err := create(ctx, c, cm); err != nil {
+			return err
+		}
+		ep = endpointFrom(cm)
+	}
+
+	// What the operator made of the spec on an earlier run: pools and calico-node follow the defaulted spec.
+	spec := installationSpec(cl)
+	defaulted := spec.DeepCopy()
+	fillCoreDefaults(defaulted, nil)
+	fillPoolDefaults(defaulted, nil)
+	var pools []calicov3.IPPool
+	for _, p := range defaulted.CalicoNetwork.IPPools {
+		pool := toIPPool(p)
+		if err := create(ctx, c, pool); err != nil {
+			return err
+		}
+		pools = append(pools, *pool)
+	}
+	fillCoreDefaults(defaulted, pools)
+
+	ds := renderCalicoNode(defaulted, ep)
+	if err := create(ctx, c, ds); err != nil {
+		return err
+	}
+	if err := finishRollout(ctx, c, ds, cl.Nodes); err != nil {
+		return err
+	}
+
+	const generation = 1 // of the Installation about to be created
+	for name, gen := range map[string]int64{StatusCalico: generation, StatusIPPools: generation, StatusAPIServer: 0} {
+		if err := createAvailableStatus(ctx, c, name, gen); err != nil {
+			return err
+		}
+	}
+
+	inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: installationName}, Spec: *spec}
+	if err := create(ctx, c, inst); err != nil {
+		return err
+	}
+	inst.Status = operatorv1.InstallationStatus{Variant: operatorv1.Calico, CalicoVersion: calicoVersion, Computed: defaulted}
+	if err := c.Status().Update(ctx, inst); err != nil {
+		return fmt.Errorf("writing Installation status: %w", err)
+	}
+	return nil
+}
+
+// installationSpec is the spec a user would have applied: variant, CNI type and the network settings of cl.
+func installationSpec(cl Cluster) *operatorv1.InstallationSpec {
+	pools := append([]operatorv1.IPPool(nil), cl.Pools...)
+	if len(pools) == 0 {
+		pools = []operatorv1.IPPool{{Name: defaultPoolName, CIDR: defaultPoolCIDR}}
+	}
+	spec := &operatorv1.InstallationSpec{
+		Variant:       operatorv1.Calico,
+		CNI:           &operatorv1.CNISpec{Type: operatorv1.PluginCalico},
+		CalicoNetwork: &operatorv1.CalicoNetworkSpec{IPPools: pools},
+		ServiceCIDRs:  cl.ServiceCIDRs,
+	}
+	if cl.BGP != "" {
+		spec.CalicoNetwork.BGP = ptrTo(cl.BGP)
+	}
+	return spec
+}
+
+func createNode(ctx context.Context, c client.Client, n Node) error {
+	os := "linux"
+	if n.Windows {
+		os = "windows"
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{
+			osLabel: os, hostnameLabel: n.Name, "kubernetes.io/arch": "amd64",
+		}},
+	}
+	if err := create(ctx, c, node); err != nil {
+		return err
+	}
+	node.Status.Addresses = []corev1.NodeAddress{
+		{Type: corev1.NodeInternalIP, Address: n.InternalIP},
+		{Type: corev1.NodeHostName, Address: n.Name},
+	}
+	node.Status.Conditions = []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+	}}
+	if err := c.Status().Update(ctx, node); err != nil {
+		return fmt.Errorf("writing status of Node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// createKubeDNS creates kube-system/kube-dns at kubeadm's address when the API server's service range holds it,
+// and lets the API server pick an address otherwise (envtest's default range is 10.0.0.0/24).
+func createKubeDNS(ctx context.Context, c client.Client) error {
+	svc := func(ip string) *corev1.Service {
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: kubeDNSName, Labels: map[string]string{appLabel: kubeDNSName}},
+			Spec: corev1.ServiceSpec{
+				ClusterIP: ip,
+				Selector:  map[string]string{appLabel: kubeDNSName},
+				Ports: []corev1.ServicePort{
+					{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+					{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+				},
+			},
+		}
+	}
+	err := c.Create(ctx, svc(kubeDNSClusterIP))
+	if apierrors.IsInvalid(err) {
+		err = c.Create(ctx, svc(""))
+	}
+	if err != nil {
+		return fmt.Errorf("creating Service kube-system/kube-dns: %w", err)
+	}
+	return nil
+}
+
+func kubeadmConfigMap(k *KubeadmConfig, pools []operatorv1.IPPool) *corev1.ConfigMap {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n")
+	fmt.Fprintf(&b, "controlPlaneEndpoint: %s\nkubernetesVersion: v1.37.2\nnetworking:\n  dnsDomain: cluster.local\n", k.ControlPlaneEndpoint)
+	if len(pools) > 0 {
+		fmt.Fprintf(&b, "  podSubnet: %s\n", pools[0].CIDR)
+	}
+	fmt.Fprintf(&b, "  serviceSubnet: %s\n", k.ServiceSubnet)
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: kubeadmConfigName},
+		Data:       map[string]string{"ClusterConfiguration": b.String()},
+	}
+}
+
+// finishRollout writes the status of a DaemonSet whose pods run on every selected node.
+func finishRollout(ctx context.Context, c client.Client, ds *appsv1.DaemonSet, nodes []Node) error {
+	selector := labels.SelectorFromSet(ds.Spec.Template.Spec.NodeSelector)
+	var n int32
+	for _, node := range nodes {
+		os := "linux"
+		if node.Windows {
+			os = "windows"
+		}
+		if selector.Matches(labels.Set{osLabel: os, hostnameLabel: node.Name}) {
+			n++
+		}
+	}
+	ds.Status = appsv1.DaemonSetStatus{
+		ObservedGeneration:     ds.Generation,
+		DesiredNumberScheduled: n,
+		CurrentNumberScheduled: n,
+		UpdatedNumberScheduled: n,
+		NumberReady:            n,
+		NumberAvailable:        n,
+	}
+	if err := c.Status().Update(ctx, ds); err != nil {
+		return fmt.Errorf("writing status of DaemonSet %s: %w", ds.Name, err)
+	}
+	return nil
+}
+
+func createAvailableStatus(ctx context.Context, c client.Client, name string, generation int64) error {
+	ts := &operatorv1.TigeraStatus{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := create(ctx, c, ts); err != nil {
+		return err
+	}
+	now := metav1.NewTime(time.Now())
+	cond := func(t operatorv1.StatusConditionType, s operatorv1.ConditionStatus) operatorv1.TigeraStatusCondition {
+		return operatorv1.TigeraStatusCondition{
+			Type: t, Status: s, Reason: string(operatorv1.AllObjectsAvailable), Message: allObjectsAvailableMsg,
+			LastTransitionTime: now, ObservedGeneration: generation,
+		}
+	}
+	ts.Status.Conditions = []operatorv1.TigeraStatusCondition{
+		cond(operatorv1.ComponentAvailable, operatorv1.ConditionTrue),
+		cond(operatorv1.ComponentProgressing, operatorv1.ConditionFalse),
+		cond(operatorv1.ComponentDegraded, operatorv1.ConditionFalse),
+	}
+	if err := c.Status().Update(ctx, ts); err != nil {
+		return fmt.Errorf("writing TigeraStatus %s: %w", name, err)
+	}
+	return nil
+}
+
+func create(ctx context.Context, c client.Client, obj client.Object) error {
+	if err := c.Create(ctx, obj); err != nil {
+		return fmt.Errorf("creating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}

@@ -1,0 +1,260 @@
+// Package calicosim plays the Tigera operator (v1.43.0, Calico v3.32) and the DaemonSet controller on an envtest
+// control plane, where nothing else runs. It follows the operator's observable behaviour (defaulting, validation,
+// IP pool reconciliation, rendering of calico-node and calico-node-windows, TigeraStatus conditions) closely
+// enough that code tested against it can run unchanged against the real operator, and no further.
+//
+// Everything is built from controller-runtime reconcilers with watches; waits are RequeueAfter, never sleeps.
+// Reads go to the API server (the manager's APIReader), not to the cache, so that the simulator never acts on a
+// stale object; the cache only drives the watches.
+package calicosim
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"time"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+)
+
+// CalicoAPIMode says how projectcalico.org/v3 is served, which decides whether the IP pool controller may modify
+// existing pools.
+type CalicoAPIMode string
+
+const (
+	// NativeV3 means the projectcalico.org/v3 CRDs are installed natively: pool changes are allowed.
+	NativeV3 CalicoAPIMode = "NativeV3"
+	// APIServerUnavailable means the v3 API is served by a Calico API server that is not ready: the operator
+	// creates pools only to bootstrap an empty cluster and refuses every later change.
+	APIServerUnavailable CalicoAPIMode = "APIServerUnavailable"
+)
+
+// Options tunes the simulator. Zero values take the defaults; a negative duration means "no delay at all".
+type Options struct {
+	// RolloutStep is how long each node takes during a DaemonSet rollout (default 20ms).
+	RolloutStep time.Duration
+	// StatusLag is how long a change waits before a TigeraStatus shows it (default 10ms; the real operator's
+	// status managers tick every 5s).
+	StatusLag time.Duration
+	// CalicoAPI is how projectcalico.org/v3 is served (default NativeV3).
+	CalicoAPI CalicoAPIMode
+	// DaemonSetNamespaces are the namespaces whose DaemonSets the simulated DaemonSet controller rolls out
+	// (default: calico-system only).
+	DaemonSetNamespaces []string
+}
+
+const (
+	defaultRolloutStep = 20 * time.Millisecond
+	defaultStatusLag   = 10 * time.Millisecond
+	// conflictRetry is how soon a reconcile that lost an optimistic-lock race runs again.
+	conflictRetry = 5 * time.Millisecond
+)
+
+// Simulator is the simulated Tigera operator plus DaemonSet controller. Create it with New and register it on a
+// manager of its own with SetupWithManager.
+type Simulator struct {
+	opts Options
+
+	// Set by SetupWithManager.
+	client client.Client // writes
+	reader client.Reader // uncached reads
+
+	mu        sync.Mutex
+	fault     string
+	calicoAPI CalicoAPIMode
+	writes    map[string]int
+
+	// Pokes wake controllers for changes that are not Kubernetes objects (fault injection, API mode).
+	corePokes chan event.GenericEvent
+	poolPokes chan event.GenericEvent
+}
+
+// New returns a simulator with opts, defaults filled in.
+func New(opts Options) *Simulator {
+	if opts.RolloutStep == 0 {
+		opts.RolloutStep = defaultRolloutStep
+	}
+	if opts.StatusLag == 0 {
+		opts.StatusLag = defaultStatusLag
+	}
+	if opts.CalicoAPI == "" {
+		opts.CalicoAPI = NativeV3
+	}
+	if len(opts.DaemonSetNamespaces) == 0 {
+		opts.DaemonSetNamespaces = []string{calicoNamespace}
+	}
+	return &Simulator{
+		opts:      opts,
+		calicoAPI: opts.CalicoAPI,
+		writes:    map[string]int{},
+		corePokes: make(chan event.GenericEvent, 1),
+		poolPokes: make(chan event.GenericEvent, 1),
+	}
+}
+
+// SetupWithManager registers the simulator's controllers on mgr: the core Installation controller (TigeraStatus
+// calico), the IP pool controller (ippools, apiserver), the Windows controller (calico-windows) and the DaemonSet
+// controller. Give the simulator a manager of its own, separate from the one of the code under test.
+func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
+	s.client = mgr.GetClient()
+	s.reader = mgr.GetAPIReader()
+	for _, setup := range []func(ctrl.Manager) error{
+		(&coreController{sim: s, status: newStatusManager(StatusCalico)}).setup,
+		(&poolController{sim: s, status: newStatusManager(StatusIPPools), apiserver: newStatusManager(StatusAPIServer)}).setup,
+		(&windowsController{sim: s, status: newStatusManager(StatusCalicoWindows)}).setup,
+		(&rolloutController{sim: s, lastStep: map[types.UID]time.Time{}}).setup,
+	} {
+		if err := setup(mgr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InjectFault makes TigeraStatus calico Degraded (reason PodFailure, this message), as a crash-looping
+// calico-node pod would, until ClearFault.
+func (s *Simulator) InjectFault(message string) {
+	s.mu.Lock()
+	s.fault = message
+	s.mu.Unlock()
+	poke(s.corePokes)
+}
+
+// ClearFault ends what InjectFault started.
+func (s *Simulator) ClearFault() { s.InjectFault("") }
+
+// SetCalicoAPI switches how projectcalico.org/v3 is served, e.g. to let a test bring the Calico API server up.
+func (s *Simulator) SetCalicoAPI(mode CalicoAPIMode) {
+	s.mu.Lock()
+	s.calicoAPI = mode
+	s.mu.Unlock()
+	poke(s.poolPokes)
+}
+
+// Writes returns how many writes the simulator made, keyed "<Kind> <verb>" (e.g. "DaemonSet update",
+// "TigeraStatus status", "Installation patch"). Failed writes are not counted.
+func (s *Simulator) Writes() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.writes))
+	for k, v := range s.writes {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Simulator) currentFault() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fault
+}
+
+func (s *Simulator) apiAvailable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calicoAPI != APIServerUnavailable
+}
+
+// poke wakes a controller; one pending poke is enough, so a full channel drops the new one.
+func poke(ch chan event.GenericEvent) {
+	select {
+	case ch <- event.GenericEvent{Object: &operatorv1.Installation{}}:
+	default:
+	}
+}
+
+// errInstallationGone stops a controller from creating objects once the Installation is deleted, so that Clean
+// is not undone by a reconcile that started before the deletion.
+var errInstallationGone = errors.New("installation is gone")
+
+// installation reads Installation "default"; nil without error when it does not exist.
+func (s *Simulator) installation(ctx context.Context) (*operatorv1.Installation, error) {
+	inst := &operatorv1.Installation{}
+	if err := s.reader.Get(ctx, types.NamespacedName{Name: installationName}, inst); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return inst, nil
+}
+
+func (s *Simulator) count(obj client.Object, verb string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes[reflect.TypeOf(obj).Elem().Name()+" "+verb]++
+}
+
+func (s *Simulator) create(ctx context.Context, obj client.Object) error {
+	inst, err := s.installation(ctx)
+	if err != nil {
+		return err
+	}
+	if inst == nil || inst.DeletionTimestamp != nil {
+		return errInstallationGone
+	}
+	if err := s.client.Create(ctx, obj); err != nil {
+		return err
+	}
+	s.count(obj, "create")
+	return nil
+}
+
+func (s *Simulator) update(ctx context.Context, obj client.Object) error {
+	if err := s.client.Update(ctx, obj); err != nil {
+		return err
+	}
+	s.count(obj, "update")
+	return nil
+}
+
+func (s *Simulator) updateStatus(ctx context.Context, obj client.Object) error {
+	if err := s.client.Status().Update(ctx, obj); err != nil {
+		return err
+	}
+	s.count(obj, "status")
+	return nil
+}
+
+func (s *Simulator) patch(ctx context.Context, obj client.Object, p client.Patch) error {
+	if err := s.client.Patch(ctx, obj, p); err != nil {
+		return err
+	}
+	s.count(obj, "patch")
+	return nil
+}
+
+func (s *Simulator) delete(ctx context.Context, obj client.Object) error {
+	if err := s.client.Delete(ctx, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s.count(obj, "delete")
+	return nil
+}
+
+// finish turns a reconcile's outcome into a controller-runtime result: the shortest requested wait wins, a lost
+// optimistic-lock race is retried soon rather than reported, and a vanished Installation ends the work.
+func finish(err error, waits ...time.Duration) (ctrl.Result, error) {
+	switch {
+	case err == nil:
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		waits = append(waits, conflictRetry)
+	case errors.Is(err, errInstallationGone), apierrors.IsNotFound(err), errors.Is(err, context.Canceled):
+		return ctrl.Result{}, nil
+	default:
+		return ctrl.Result{}, err
+	}
+	var soonest time.Duration
+	for _, w := range waits {
+		if w > 0 && (soonest == 0 || w < soonest) {
+			soonest = w
+		}
+	}
+	return ctrl.Result{RequeueAfter: soonest}, nil
+}

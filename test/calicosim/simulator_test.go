@@ -1,0 +1,360 @@
+package calicosim_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/test/calicosim"
+)
+
+const (
+	settleTimeout = 10 * time.Second
+	poll          = 5 * time.Millisecond
+	rollingMsg    = `DaemonSet "calico-system/calico-node" update is rolling out (%d out of 3 updated)`
+)
+
+var ctx = context.Background()
+
+var _ = Describe("the simulated Tigera operator", func() {
+	AfterEach(func() {
+		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
+		Expect(k8s.Get(ctx, types.NamespacedName{Name: "default"}, &operatorv1.Installation{})).To(Satisfy(apierrors.IsNotFound))
+		nodes := &corev1.NodeList{}
+		Expect(k8s.List(ctx, nodes)).To(Succeed())
+		Expect(nodes.Items).To(BeEmpty(), "Clean leaves no node behind")
+	})
+
+	Context("with native projectcalico.org/v3 CRDs", func() {
+		var sim *calicosim.Simulator
+		BeforeEach(func() {
+			sim = startSimulator(calicosim.Options{})
+			Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+		})
+
+		It("settles a seeded MainCluster with calico and ippools Available at the Installation's generation", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+
+			inst := installation()
+			Expect(inst.Generation).To(BeNumerically(">", 1), "the operator's defaults were written on first sight")
+			cn := inst.Spec.CalicoNetwork
+			Expect(*cn.HostPorts).To(Equal(operatorv1.HostPortsEnabled))
+			Expect(*cn.LinuxDataplane).To(Equal(operatorv1.LinuxDataplaneIptables))
+			Expect(*cn.WindowsDataplane).To(Equal(operatorv1.WindowsDataplaneDisabled))
+			Expect(inst.Spec.WindowsNodes).To(BeNil())
+			Expect(cn.IPPools[0].NodeSelector).To(Equal("all()"))
+			Expect(cn.IPPools[0].AllowedUses).To(ConsistOf(operatorv1.IPPoolAllowedUseWorkload, operatorv1.IPPoolAllowedUseTunnel))
+			Expect(inst.Status.Variant).To(Equal(operatorv1.Calico))
+			Expect(inst.Status.Computed).NotTo(BeNil())
+			Expect(inst.Status.Computed.CalicoNetwork.HostPorts).NotTo(BeNil(), "status.computed holds the defaulted spec")
+
+			pool := ipPool("default-ipv4-ippool")
+			Expect(pool.Spec.VXLANMode).To(Equal(calicov3.VXLANModeCrossSubnet))
+			Expect(pool.Spec.IPIPMode).To(Equal(calicov3.IPIPModeNever))
+			Expect(pool.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "tigera-operator"))
+
+			ds := daemonSet("calico-node")
+			Expect(ds.Generation).To(BeEquivalentTo(1), "the seeded calico-node already matched what the operator renders")
+			Expect(env(ds, "CALICO_NETWORKING_BACKEND")).To(Equal("bird"))
+			Expect(env(ds, "CLUSTER_TYPE")).To(Equal("k8s,operator,bgp"))
+			Expect(ds.Status.DesiredNumberScheduled).To(BeEquivalentTo(3))
+
+			By("writing nothing more once settled")
+			before := sim.Writes()
+			GinkgoWriter.Printf("writes from seed to settled: %v\n", before)
+			Consistently(sim.Writes).WithTimeout(300 * time.Millisecond).WithPolling(20 * time.Millisecond).Should(Equal(before))
+		})
+
+		It("turns a pool's encapsulation VXLAN into IPPool vxlanMode Always without rolling calico-node", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			patchInstallation(`[
+				{"op":"test","path":"/spec/calicoNetwork/ipPools/0/encapsulation","value":"VXLANCrossSubnet"},
+				{"op":"replace","path":"/spec/calicoNetwork/ipPools/0/encapsulation","value":"VXLAN"}]`)
+
+			Eventually(func(g Gomega) {
+				pool := ipPool("default-ipv4-ippool")
+				g.Expect(pool.Spec.VXLANMode).To(Equal(calicov3.VXLANModeAlways))
+				g.Expect(pool.Spec.IPIPMode).To(Equal(calicov3.IPIPModeNever))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			Expect(daemonSet("calico-node").Generation).To(BeEquivalentTo(1), "encapsulation does not touch the calico-node template")
+		})
+
+		It("reverts a direct edit of a pool it owns", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			pool := ipPool("default-ipv4-ippool")
+			pool.Spec.VXLANMode = calicov3.VXLANModeAlways
+			Expect(k8s.Update(ctx, pool)).To(Succeed())
+			Eventually(func() calicov3.VXLANMode { return ipPool("default-ipv4-ippool").Spec.VXLANMode }).
+				WithPolling(poll).WithTimeout(settleTimeout).Should(Equal(calicov3.VXLANModeCrossSubnet))
+		})
+
+		It("rejects windowsDataplane HNS without the services endpoint and serviceCIDRs", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`)
+			gen := installation().Generation
+
+			Eventually(func(g Gomega) {
+				c := condition(g, calicosim.StatusCalico, operatorv1.ComponentDegraded)
+				g.Expect(c.Status).To(Equal(operatorv1.ConditionTrue))
+				g.Expect(c.Reason).To(Equal(string(operatorv1.InvalidConfigurationError)))
+				g.Expect(c.Message).To(Equal("Invalid Installation provided: services endpoint configmap 'kubernetes-services-endpoint' does not have all required information for Calico Windows daemonset configuration"))
+				g.Expect(c.ObservedGeneration).To(Equal(gen))
+				g.Expect(condition(g, calicosim.StatusCalico, operatorv1.ComponentAvailable).Status).To(Equal(operatorv1.ConditionFalse))
+
+				w := condition(g, calicosim.StatusCalicoWindows, operatorv1.ComponentDegraded)
+				g.Expect(w.Status).To(Equal(operatorv1.ConditionTrue))
+				g.Expect(w.Message).To(Equal(`Error reading services endpoint configmap: configmaps "kubernetes-services-endpoint" not found`))
+				g.Expect(w.ObservedGeneration).To(BeZero())
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+
+			Expect(installation().Spec.WindowsNodes).To(BeNil(), "an invalid Installation is not defaulted")
+			err := k8s.Get(ctx, types.NamespacedName{Namespace: "calico-system", Name: "calico-node-windows"}, &appsv1.DaemonSet{})
+			Expect(err).To(Satisfy(apierrors.IsNotFound), "nothing is rendered for an invalid Installation")
+		})
+
+		It("reports a crash loop as calico Degraded until the fault clears", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			msg := "Pod calico-system/calico-node-x7k2p has crash looping container: calico-node"
+			sim.InjectFault(msg)
+			Eventually(func(g Gomega) {
+				c := condition(g, calicosim.StatusCalico, operatorv1.ComponentDegraded)
+				g.Expect(c.Status).To(Equal(operatorv1.ConditionTrue))
+				g.Expect(c.Reason).To(Equal(string(operatorv1.PodFailure)))
+				g.Expect(c.Message).To(Equal(msg))
+				g.Expect(condition(g, calicosim.StatusCalico, operatorv1.ComponentAvailable).Status).To(Equal(operatorv1.ConditionFalse))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+
+			sim.ClearFault()
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+		})
+	})
+
+	Context("with a rollout slow enough to watch", func() {
+		BeforeEach(func() {
+			startSimulator(calicosim.Options{RolloutStep: 100 * time.Millisecond})
+			Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+		})
+
+		It("rolls calico-node out node by node when BGP is disabled", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			patchInstallation(`[
+				{"op":"test","path":"/spec/calicoNetwork/bgp","value":"Enabled"},
+				{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
+
+			seen := map[string]bool{}
+			Eventually(func(g Gomega) {
+				if c := condition(g, calicosim.StatusCalico, operatorv1.ComponentProgressing); c.Status == operatorv1.ConditionTrue {
+					seen[c.Message] = true
+				}
+				ok, why, err := calicosim.Settled(ctx, k8s)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(ok).To(BeTrue(), why)
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+
+			ds := daemonSet("calico-node")
+			Expect(ds.Generation).To(BeEquivalentTo(2), "the template changed once")
+			Expect(env(ds, "CALICO_NETWORKING_BACKEND")).To(Equal("vxlan"))
+			Expect(env(ds, "CLUSTER_TYPE")).To(Equal("k8s,operator"))
+			Expect(ds.Spec.Template.Spec.Containers[0].ReadinessProbe.Exec.Command).To(Equal([]string{"/bin/calico-node", "-felix-ready"}))
+			Expect(seen).To(HaveKey(fmt.Sprintf(rollingMsg, 1)))
+			Expect(seen).To(HaveKey(fmt.Sprintf(rollingMsg, 2)))
+			Expect(condition(Default, calicosim.StatusCalico, operatorv1.ComponentAvailable).Reason).To(Equal("AllObjectsAvailable"))
+		})
+	})
+
+	Context("with every Windows prerequisite in place", func() {
+		BeforeEach(func() {
+			startSimulator(calicosim.Options{})
+			cl := calicosim.MainCluster()
+			cl.Nodes = append(cl.Nodes, calicosim.Node{Name: "win-0", InternalIP: "10.0.0.21", Windows: true})
+			cl.Pools[0].Encapsulation = operatorv1.EncapsulationVXLAN
+			cl.BGP = operatorv1.BGPDisabled
+			cl.StrictAffinity = ptr(true)
+			cl.ServicesEndpoint = map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10", "KUBERNETES_SERVICE_PORT": "6443"}
+			cl.ServiceCIDRs = []string{"10.96.0.0/12"}
+			Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+		})
+
+		It("renders calico-node-windows and defaults spec.windowsNodes once windowsDataplane is HNS", func() {
+			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`)
+
+			Eventually(func(g Gomega) {
+				ds := &appsv1.DaemonSet{}
+				g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: "calico-system", Name: "calico-node-windows"}, ds)).To(Succeed())
+				g.Expect(ds.Spec.Template.Spec.NodeSelector).To(Equal(map[string]string{"kubernetes.io/os": "windows"}))
+				g.Expect(env(ds, "KUBERNETES_SERVICE_CIDRS")).To(Equal("10.96.0.0/12"))
+				g.Expect(env(ds, "VXLAN_VNI")).To(Equal("4096"))
+				g.Expect(env(ds, "KUBERNETES_SERVICE_HOST")).To(Equal("10.0.0.10"))
+				g.Expect(env(ds, "CALICO_NETWORKING_BACKEND")).To(Equal("vxlan"))
+				g.Expect(calicosim.RolledOut(ds)).To(BeTrue())
+				g.Expect(ds.Status.DesiredNumberScheduled).To(BeEquivalentTo(1))
+
+				w := condition(g, calicosim.StatusCalicoWindows, operatorv1.ComponentAvailable)
+				g.Expect(w.Status).To(Equal(operatorv1.ConditionTrue))
+				g.Expect(w.ObservedGeneration).To(BeZero())
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+
+			Expect(installation().Spec.WindowsNodes).To(Equal(&operatorv1.WindowsNodeSpec{
+				CNIBinDir: "/opt/cni/bin", CNIConfigDir: "/etc/cni/net.d", CNILogDir: "/var/log/calico/cni",
+			}))
+			Expect(daemonSet("calico-node").Spec.Template.Spec.NodeSelector).To(Equal(map[string]string{"kubernetes.io/os": "linux"}))
+
+			By("rejecting Windows off while spec.windowsNodes is still set")
+			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"Disabled"}]`)
+			Eventually(func(g Gomega) {
+				c := condition(g, calicosim.StatusCalico, operatorv1.ComponentDegraded)
+				g.Expect(c.Message).To(Equal("Invalid Installation provided: installation spec.WindowsNodes is not valid and should not be provided when Calico for Windows is disabled"))
+				g.Expect(c.ObservedGeneration).To(Equal(installation().Generation))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+
+			By("settling once the rollback clears spec.windowsNodes, leaving calico-node-windows behind")
+			patchInstallation(`[{"op":"remove","path":"/spec/windowsNodes"}]`)
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			Expect(installation().Spec.WindowsNodes).To(BeNil(), "the operator never writes windowsNodes while Windows is off")
+			Expect(k8s.Get(ctx, types.NamespacedName{Namespace: "calico-system", Name: "calico-node-windows"}, &appsv1.DaemonSet{})).To(Succeed())
+		})
+
+		It("rejects HNS while the first IPv4 pool is still VXLANCrossSubnet", func() {
+			patchInstallation(`[
+				{"op":"replace","path":"/spec/calicoNetwork/ipPools/0/encapsulation","value":"VXLANCrossSubnet"},
+				{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`)
+			want := "Invalid Installation provided: IPv4 IPPool encapsulation VXLANCrossSubnet is not supported by Calico for Windows"
+			Eventually(func(g Gomega) {
+				for _, name := range []string{calicosim.StatusCalico, calicosim.StatusCalicoWindows} {
+					c := condition(g, name, operatorv1.ComponentDegraded)
+					g.Expect(c.Status).To(Equal(operatorv1.ConditionTrue), name)
+					g.Expect(c.Reason).To(Equal(string(operatorv1.InvalidConfigurationError)), name)
+					g.Expect(c.Message).To(Equal(want), name)
+				}
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+		})
+
+		It("keeps calico-windows Degraded while strictAffinity is false", func() {
+			ipam := &calicov3.IPAMConfiguration{}
+			Expect(k8s.Get(ctx, types.NamespacedName{Name: "default"}, ipam)).To(Succeed())
+			ipam.Spec.StrictAffinity = false
+			Expect(k8s.Update(ctx, ipam)).To(Succeed())
+			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`)
+
+			Eventually(func(g Gomega) {
+				c := condition(g, calicosim.StatusCalicoWindows, operatorv1.ComponentDegraded)
+				g.Expect(c.Reason).To(Equal(string(operatorv1.ResourceReadError)))
+				g.Expect(c.Message).To(HavePrefix("Invalid StrictAffinity, it must be set to 'true' when using Calico IPAM on Windows"))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+
+			ipam.Spec.StrictAffinity = true
+			Expect(k8s.Update(ctx, ipam)).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(condition(g, calicosim.StatusCalicoWindows, operatorv1.ComponentAvailable).Status).To(Equal(operatorv1.ConditionTrue))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+		})
+	})
+
+	Context("while the Calico API server is unavailable", func() {
+		var sim *calicosim.Simulator
+		BeforeEach(func() {
+			sim = startSimulator(calicosim.Options{CalicoAPI: calicosim.APIServerUnavailable})
+			Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+		})
+
+		It("refuses to modify pools until the API comes back", func() {
+			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/ipPools/0/encapsulation","value":"VXLAN"}]`)
+			gen := installation().Generation
+			Eventually(func(g Gomega) {
+				c := condition(g, calicosim.StatusIPPools, operatorv1.ComponentDegraded)
+				g.Expect(c.Status).To(Equal(operatorv1.ConditionTrue))
+				g.Expect(c.Reason).To(Equal(string(operatorv1.ResourceNotReady)))
+				g.Expect(c.Message).To(Equal("Unable to modify IP pools while Calico API server is unavailable"))
+				g.Expect(c.ObservedGeneration).To(Equal(gen))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+			Expect(ipPool("default-ipv4-ippool").Spec.VXLANMode).To(Equal(calicov3.VXLANModeCrossSubnet))
+			Expect(condition(Default, calicosim.StatusAPIServer, operatorv1.ComponentAvailable).Status).To(Equal(operatorv1.ConditionFalse))
+
+			sim.SetCalicoAPI(calicosim.NativeV3)
+			Eventually(func() calicov3.VXLANMode { return ipPool("default-ipv4-ippool").Spec.VXLANMode }).
+				WithPolling(poll).WithTimeout(settleTimeout).Should(Equal(calicov3.VXLANModeAlways))
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+		})
+	})
+
+	Context("across a restart of the simulator", func() {
+		It("carries on a rollout from the DaemonSet status", func() {
+			stopFirst := startStoppableSimulator(calicosim.Options{RolloutStep: time.Hour})
+			Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
+			// With hour-long steps the first simulator gets no further than the first node.
+			Eventually(func(g Gomega) {
+				ds := daemonSet("calico-node")
+				g.Expect(ds.Status.ObservedGeneration).To(BeEquivalentTo(2))
+				g.Expect(ds.Status.UpdatedNumberScheduled).To(BeEquivalentTo(0))
+				g.Expect(ds.Status.NumberUnavailable).To(BeEquivalentTo(1))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+			stopFirst()
+
+			startSimulator(calicosim.Options{})
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			Expect(daemonSet("calico-node").Status.UpdatedNumberScheduled).To(BeEquivalentTo(3))
+		})
+	})
+})
+
+func installation() *operatorv1.Installation {
+	GinkgoHelper()
+	inst := &operatorv1.Installation{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Name: "default"}, inst)).To(Succeed())
+	return inst
+}
+
+func patchInstallation(jsonPatch string) {
+	GinkgoHelper()
+	inst := &operatorv1.Installation{}
+	inst.Name = "default"
+	Expect(k8s.Patch(ctx, inst, client.RawPatch(types.JSONPatchType, []byte(jsonPatch)))).To(Succeed())
+}
+
+func ipPool(name string) *calicov3.IPPool {
+	GinkgoHelper()
+	pool := &calicov3.IPPool{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Name: name}, pool)).To(Succeed())
+	return pool
+}
+
+func daemonSet(name string) *appsv1.DaemonSet {
+	GinkgoHelper()
+	ds := &appsv1.DaemonSet{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: "calico-system", Name: name}, ds)).To(Succeed())
+	return ds
+}
+
+// condition returns condition t of TigeraStatus name, or a zero condition when either is missing.
+func condition(g Gomega, name string, t operatorv1.StatusConditionType) operatorv1.TigeraStatusCondition {
+	ts := &operatorv1.TigeraStatus{}
+	g.Expect(client.IgnoreNotFound(k8s.Get(ctx, types.NamespacedName{Name: name}, ts))).To(Succeed())
+	for _, c := range ts.Status.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return operatorv1.TigeraStatusCondition{}
+}
+
+func env(ds *appsv1.DaemonSet, name string) string {
+	v, _ := calicosim.EnvValue(ds, name)
+	return v
+}
+
+func ptr[T any](v T) *T { return &v }

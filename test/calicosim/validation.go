@@ -1,0 +1,48 @@
+package calicosim
+
+import (
+	"errors"
+	"fmt"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+)
+
+// validateInstallation is the part of the operator's validateCustomResource
+// (pkg/controller/installation/validation.go) that a Windows migration runs into, with the same messages. The
+// core controller and the Windows controller both run it on the defaulted spec; a failure is reported as
+// "Invalid Installation provided: <error>" with reason InvalidConfigurationError, and nothing is rendered.
+func validateInstallation(spec *operatorv1.InstallationSpec, ep serviceEndpoint) error {
+	if !windowsEnabled(spec) {
+		if spec.WindowsNodes != nil {
+			return errors.New(errWindowsNodesDisabled)
+		}
+		return nil
+	}
+	// The operator reads the endpoint from a process-wide variable filled from the ConfigMap.
+	if ep.host == "" || ep.port == "" {
+		return errors.New(errWindowsServicesEndpoint)
+	}
+	if spec.CNI != nil && spec.CNI.Type == operatorv1.PluginCalico {
+		if len(spec.ServiceCIDRs) == 0 {
+			return errors.New(errWindowsServiceCIDRs)
+		}
+		if pool := firstIPv4Pool(spec); pool != nil &&
+			pool.Encapsulation != operatorv1.EncapsulationVXLAN && pool.Encapsulation != operatorv1.EncapsulationNone {
+			return fmt.Errorf(errWindowsEncapsulation, pool.Encapsulation)
+		}
+	}
+	return nil
+}
+
+// firstIPv4Pool is the operator's render.GetIPv4Pool: only the first IPv4 pool counts.
+func firstIPv4Pool(spec *operatorv1.InstallationSpec) *operatorv1.IPPool {
+	if spec.CalicoNetwork == nil {
+		return nil
+	}
+	for i := range spec.CalicoNetwork.IPPools {
+		if isIPv4(spec.CalicoNetwork.IPPools[i].CIDR) {
+			return &spec.CalicoNetwork.IPPools[i]
+		}
+	}
+	return nil
+}

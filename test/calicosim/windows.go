@@ -1,0 +1,116 @@
+package calicosim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// windowsController plays the operator's Windows controller (pkg/controller/installation/windows_controller.go):
+// once windowsDataplane is HNS it renders calico-node-windows and reports TigeraStatus calico-windows. It never
+// calls SetMetaData, so calico-windows conditions carry observedGeneration 0. Turning Windows off again leaves the
+// DaemonSet and the last status in place, as the operator does.
+type windowsController struct {
+	sim    *Simulator
+	status statusManager
+}
+
+func (r *windowsController) setup(mgr ctrl.Manager) error {
+	toInstallation := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: installationName}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("calicosim-windows").
+		WithOptions(controllerOptions()).
+		For(&operatorv1.Installation{}, builder.WithPredicates(named(installationName))).
+		Watches(&corev1.ConfigMap{}, toInstallation, builder.WithPredicates(inNamespace(operatorNamespace), named(servicesEndpointCM))).
+		// Edits to the rendered DaemonSet are put right, as the operator's component handler does.
+		Watches(&appsv1.DaemonSet{}, toInstallation, builder.WithPredicates(inNamespace(calicoNamespace), named(windowsDaemonSet))).
+		Watches(&corev1.Service{}, toInstallation, builder.WithPredicates(inNamespace(kubeSystem), named(kubeDNSName))).
+		Watches(&calicov3.IPAMConfiguration{}, toInstallation, builder.WithPredicates(named(ipamConfigName))).
+		Complete(r)
+}
+
+func (r *windowsController) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.Result, error) {
+	inst, err := r.sim.installation(ctx)
+	if err != nil {
+		return finish(err)
+	}
+	if inst == nil {
+		r.status.notFound()
+		return ctrl.Result{}, nil
+	}
+	if windowsEnabled(&inst.Spec) {
+		r.status.found(inst)
+		err = r.reconcile(ctx, inst)
+	} else if inst.UID != r.status.installUID {
+		r.status.notFound()
+	}
+	// With Windows off the status is still flushed: a change that was waiting out StatusLag still lands.
+	wait, serr := r.sim.syncStatus(ctx, &r.status, health{})
+	if err == nil {
+		err = serr
+	}
+	return finish(err, wait)
+}
+
+// reconcile checks the prerequisites in the order in which their messages were observed on the operator
+// (kube-dns, services endpoint, then strictAffinity), validation between the last two as in the operator.
+func (r *windowsController) reconcile(ctx context.Context, inst *operatorv1.Installation) error {
+	dns := &corev1.Service{}
+	if err := r.sim.reader.Get(ctx, types.NamespacedName{Namespace: kubeSystem, Name: kubeDNSName}, dns); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.status.setDegraded(operatorv1.ResourceNotFound, fmt.Sprintf("%s service not found", kubeDNSName), err)
+			return nil
+		}
+		r.status.setDegraded(operatorv1.ResourceReadError, fmt.Sprintf("Error querying %s service", kubeDNSName), err)
+		return err
+	}
+	cm := &corev1.ConfigMap{}
+	if err := r.sim.reader.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: servicesEndpointCM}, cm); err != nil {
+		r.status.setDegraded(operatorv1.ResourceReadError, msgServicesEndpointRead, err)
+		return client.IgnoreNotFound(err)
+	}
+	ep := endpointFrom(cm)
+	if err := validateInstallation(&inst.Spec, ep); err != nil {
+		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidInstallation, err)
+		return nil
+	}
+	if inst.Spec.WindowsNodes == nil {
+		// Core defaulting has not written spec.windowsNodes yet; its patch wakes this controller again.
+		r.status.setDegraded(operatorv1.ResourceNotReady, msgWindowsNodesNil, errors.New(msgWindowsNodesNil))
+		return nil
+	}
+	if cni := inst.Spec.CNI; cni != nil && cni.Type == operatorv1.PluginCalico && cni.IPAM != nil && cni.IPAM.Type == operatorv1.IPAMPluginCalico {
+		ipam := &calicov3.IPAMConfiguration{}
+		err := r.sim.reader.Get(ctx, types.NamespacedName{Name: ipamConfigName}, ipam)
+		if err != nil && !apierrors.IsNotFound(err) {
+			r.status.setDegraded(operatorv1.ResourceReadError, "Unable to read IPAMConfiguration", err)
+			return err
+		}
+		// A missing IPAMConfiguration reads as strictAffinity false.
+		if !ipam.Spec.StrictAffinity {
+			r.status.setDegraded(operatorv1.ResourceReadError, msgStrictAffinity, errors.New(errStrictAffinity))
+			return nil
+		}
+	}
+	if err := r.sim.applyDaemonSet(ctx, renderCalicoNodeWindows(&inst.Spec, ep, dns.Spec.ClusterIPs)); err != nil {
+		r.status.setDegraded(operatorv1.ResourceUpdateError, "Error creating / updating resource", err)
+		return err
+	}
+	r.status.readyToMonitor = true
+	r.status.clearDegraded()
+	return nil
+}

@@ -1,0 +1,219 @@
+// Command demo runs winready's migration on a local control plane with a
+// simulated Calico cluster: it starts kube-apiserver and etcd (the envtest
+// assets), seeds the usual Calico cluster, runs the simulated Tigera operator
+// next to the real winready reconciler, applies config/samples, and prints the
+// WindowsReadiness as `kubectl get wr -w` would.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/watch"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/metrics"
+	"github.com/winready/winready/test/calicosim"
+)
+
+func main() {
+	exitWhenReady := flag.Bool("exit-when-ready", false, "stop once the WindowsReadiness is Ready instead of waiting for Ctrl-C")
+	kubeconfigPath := flag.String("kubeconfig-out", filepath.Join("bin", "demo.kubeconfig"), "where to write a kubeconfig for kubectl")
+	verbose := flag.Bool("v", false, "show the operator's logs")
+	flag.Parse()
+	if err := run(*exitWhenReady, *kubeconfigPath, *verbose); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
+	logf.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(logLevel(verbose))))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	env := &envtest.Environment{
+		CRDDirectoryPaths: []string{
+			filepath.Join("config", "crd", "bases"),
+			filepath.Join("bin", "crds", "operator"),
+			filepath.Join("bin", "crds", "calico"),
+		},
+		ErrorIfCRDPathMissing: true,
+	}
+	fmt.Println("starting a local control plane (kube-apiserver, etcd) ...")
+	cfg, err := env.Start()
+	if err != nil {
+		return fmt.Errorf("starting the control plane (run make envtest-assets first): %w", err)
+	}
+	defer func() { err = errors.Join(err, env.Stop()) }()
+
+	user, err := env.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(kubeconfigPath), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		return err
+	}
+
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+
+	fmt.Println("seeding the Calico cluster: 3 Linux nodes, pool 172.20.0.0/16 VXLANCrossSubnet, BGP Enabled, strictAffinity off")
+	if err := calicosim.Seed(ctx, c, calicosim.MainCluster()); err != nil {
+		return fmt.Errorf("seeding: %w", err)
+	}
+	// The simulated Tigera operator runs with a status lag and a per-node
+	// rollout pace closer to a real cluster than the test suites use.
+	sim := calicosim.New(calicosim.Options{RolloutStep: 300 * time.Millisecond, StatusLag: 200 * time.Millisecond})
+	simMgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return err
+	}
+	if err := sim.SetupWithManager(simMgr); err != nil {
+		return err
+	}
+
+	// winready's manager, wired as main.go wires it.
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Cache:   controllers.CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		return err
+	}
+	r, err := controllers.NewReconciler(mgr)
+	if err != nil {
+		return err
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	// The managers stop before the control plane does.
+	mgrCtx, stopManagers := context.WithCancel(ctx)
+	errs := make(chan error, 2)
+	go func() { errs <- simMgr.Start(mgrCtx) }()
+	go func() { errs <- mgr.Start(mgrCtx) }()
+	defer func() {
+		stopManagers()
+		for range 2 {
+			err = errors.Join(err, <-errs)
+		}
+	}()
+
+	sample, err := readSample(scheme)
+	if err != nil {
+		return err
+	}
+	w, err := c.Watch(ctx, &v1alpha1.WindowsReadinessList{})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	start := time.Now()
+	if err := c.Create(ctx, sample); err != nil {
+		return fmt.Errorf("applying the sample: %w", err)
+	}
+	fmt.Printf("applied config/samples: windowsreadiness.winready.io/%s created\n\n", sample.Name)
+
+	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tDIRECTION\tPHASE\tREADY\tMESSAGE\tELAPSED")
+	_ = tw.Flush()
+	last := ""
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Println("\nstopping")
+			return nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return errors.New("the watch ended")
+			}
+			if ev.Type == watch.Error {
+				continue
+			}
+			wr, ok := ev.Object.(*v1alpha1.WindowsReadiness)
+			if !ok {
+				continue
+			}
+			row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", wr.Name, wr.Spec.Direction, wr.Status.Phase, ready(wr), wr.Status.Message)
+			if row == last {
+				continue
+			}
+			last = row
+			fmt.Fprintf(tw, "%s\t%s\n", row, time.Since(start).Round(10*time.Millisecond))
+			_ = tw.Flush()
+			if wr.Status.Phase == v1alpha1.PhaseReady {
+				writes := r.Client.(*metrics.CountingClient).Writes
+				fmt.Printf("\nReady in %s with %d API writes by winready: %v\n", time.Since(start).Round(10*time.Millisecond),
+					writes.Total(), writes.Snapshot())
+				if exitWhenReady {
+					return nil
+				}
+				fmt.Printf("look around with: kubectl --kubeconfig %s get wr,installation,ippools,tigerastatus\n", kubeconfigPath)
+				fmt.Println("press Ctrl-C to stop")
+			}
+		}
+	}
+}
+
+func ready(wr *v1alpha1.WindowsReadiness) string {
+	for _, c := range wr.Status.Conditions {
+		if c.Type == "Ready" {
+			return string(c.Status)
+		}
+	}
+	return ""
+}
+
+// readSample reads config/samples the way kubectl apply would.
+func readSample(scheme *runtime.Scheme) (*v1alpha1.WindowsReadiness, error) {
+	path := filepath.Join("config", "samples", "winready_v1alpha1_windowsreadiness.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	wr := &v1alpha1.WindowsReadiness{}
+	if _, _, err := serializer.NewCodecFactory(scheme).UniversalDeserializer().Decode(data, nil, wr); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return wr, nil
+}
+
+func logLevel(verbose bool) zapcore.Level {
+	if verbose {
+		return zapcore.InfoLevel
+	}
+	return zapcore.ErrorLevel
+}
