@@ -53,7 +53,7 @@ test: envtest-assets vet ## Run every test on envtest.
 
 .PHONY: demo
 demo: envtest-assets ## Run the operator on a local control plane with a simulated Calico cluster.
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/demo
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/demo $(DEMO_ARGS)
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).

@@ -1,9 +1,12 @@
 package controllers_test
 
 import (
+	"encoding/json"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 
 	"github.com/winready/winready/api/v1alpha1"
 )
@@ -28,6 +31,25 @@ var _ = Describe("The WindowsReadiness API", func() {
 		Expect(wr.Spec.WindowsNodeGate).To(Equal(v1alpha1.GateEnabled))
 		Expect(wr.Spec.PhaseTimeout.Duration.String()).To(Equal("30m0s"))
 		Expect(wr.Spec.Preflight.ProbeTimeout.Duration.String()).To(Equal("30s"))
+	})
+
+	It("shows direction, phase, ready, message and age in kubectl get", func() {
+		Expect(create(v1alpha1.Name, none)).To(Succeed())
+		disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+		Expect(err).NotTo(HaveOccurred())
+		// What kubectl get asks for: the server renders the printer columns.
+		body, err := disco.RESTClient().Get().AbsPath("/apis/winready.io/v1alpha1/windowsreadinesses").
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		table := &metav1.Table{}
+		Expect(json.Unmarshal(body, table)).To(Succeed())
+		var names []string
+		for _, c := range table.ColumnDefinitions {
+			names = append(names, c.Name)
+		}
+		Expect(names).To(Equal([]string{"Name", "Direction", "Phase", "Ready", "Message", "Age"}))
+		Expect(table.Rows).To(HaveLen(1))
+		Expect(table.Rows[0].Cells[0:2]).To(Equal([]any{"default", "Migrate"}))
 	})
 
 	It("rejects any name but default", func() {

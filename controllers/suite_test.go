@@ -109,13 +109,18 @@ func ctrlConfig() config.Controller {
 // startOperator starts winready's manager; stop it with stop(). Counts and
 // the clock can be carried over from a previous run to model a restart.
 func startOperator(clock *clocktesting.FakeClock, writes *metrics.WriteCounter) *operator {
+	return startOperatorOn(cfg, clock, writes)
+}
+
+// startOperatorOn starts winready's manager against the API server of restCfg.
+func startOperatorOn(restCfg *rest.Config, clock *clocktesting.FakeClock, writes *metrics.WriteCounter) *operator {
 	if clock == nil {
 		clock = clocktesting.NewFakeClock(time.Now())
 	}
 	if writes == nil {
 		writes = metrics.NewWriteCounter(scheme)
 	}
-	opCfg := rest.CopyConfig(cfg)
+	opCfg := rest.CopyConfig(restCfg)
 	opCfg.UserAgent = operatorUserAgent
 	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{
 		Scheme:                 scheme,

@@ -247,7 +247,7 @@ type OriginalConfigMap struct {
 // Originals holds the value of everything the migration changes, recorded
 // before its first change so that a rollback can restore it exactly.
 type Originals struct {
-	RecordedAt metav1.Time `json:"recordedAt"`
+	RecordedAt metav1.Time        `json:"recordedAt"`
 	IPAMConfig OriginalIPAMConfig `json:"ipamConfig"`
 	// +listType=map
 	// +listMapKey=name

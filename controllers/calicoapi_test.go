@@ -1,0 +1,61 @@
+package controllers_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
+)
+
+var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
+	It("is refused with the fix in the message, and nothing is changed", func() {
+		// A control plane of its own: only the operator.tigera.io CRDs, as in
+		// a cluster with crd.projectcalico.org/v1 and no Calico API server.
+		env := &envtest.Environment{CRDDirectoryPaths: crdPaths(false), ErrorIfCRDPathMissing: true}
+		restCfg, err := env.Start()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(env.Stop)
+		c, err := client.New(restCfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+
+		inst := &operatorv1.Installation{
+			ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName},
+			Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{
+				BGP: ptr.To(operatorv1.BGPEnabled),
+				IPPools: []operatorv1.IPPool{{Name: "default-ipv4-ippool", CIDR: "172.20.0.0/16",
+					Encapsulation: operatorv1.EncapsulationVXLANCrossSubnet, BlockSize: ptr.To[int32](26)}},
+			}},
+		}
+		Expect(c.Create(ctx, inst)).To(Succeed())
+		op := startOperatorOn(restCfg, nil, nil)
+		DeferCleanup(op.stop)
+		Expect(c.Create(ctx, &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}})).To(Succeed())
+
+		wr := &v1alpha1.WindowsReadiness{}
+		stalled := func() metav1.ConditionStatus {
+			Expect(c.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr)).To(Succeed())
+			for _, cond := range wr.Status.Conditions {
+				if cond.Type == conditions.Stalled && cond.Reason == conditions.ReasonCalicoAPIUnavailable {
+					return cond.Status
+				}
+			}
+			return ""
+		}
+		Eventually(stalled).Should(Equal(metav1.ConditionTrue))
+		Expect(wr.Status.Phase).To(Equal(v1alpha1.PhaseStalled))
+		Expect(wr.Status.Message).To(ContainSubstring("projectcalico.org/v3 is not served"))
+		Expect(wr.Status.Message).To(ContainSubstring("Install the Calico API server"))
+		Expect(wr.Status.Originals).To(BeNil())
+		Expect(op.writes.Snapshot()).To(BeEmpty())
+		after := &operatorv1.Installation{}
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(inst), after)).To(Succeed())
+		Expect(after.Generation).To(Equal(inst.Generation), "the Installation is untouched")
+	})
+})
