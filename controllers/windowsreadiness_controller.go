@@ -27,6 +27,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/gate"
 	"github.com/winready/winready/internal/preflight"
 )
 
@@ -68,6 +69,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
 // +kubebuilder:rbac:groups=discovery.k8s.io,namespace=default,resources=endpointslices,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=default,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",namespace=tigera-operator,resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kubeadm-config,verbs=get
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns,verbs=get
@@ -99,6 +101,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	wr.Status.Phase = conditions.Phase(wr)
 	if perr := p.persist(ctx); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	// After the status: the gate's message reads the phase from the object.
+	if gerr := gate.Ensure(ctx, r.Client, wr); gerr != nil {
+		return ctrl.Result{}, errors.Join(err, gerr)
 	}
 	return result, err
 }

@@ -1,0 +1,215 @@
+package controllers_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/test/calicosim"
+)
+
+// touched is every field a migration may change, as a comparable value.
+type touched struct {
+	Pools            []operatorv1.IPPool
+	BGP              *operatorv1.BGPOption
+	WindowsDataplane *operatorv1.WindowsDataplaneOption
+	WindowsNodes     *operatorv1.WindowsNodeSpec
+	ServiceCIDRs     []string
+	IPAM             *calicov3.IPAMConfigurationSpec
+	ServicesEndpoint map[string]string
+}
+
+func touchedFields() touched {
+	inst := installation()
+	t := touched{
+		Pools:            inst.Spec.CalicoNetwork.IPPools,
+		BGP:              inst.Spec.CalicoNetwork.BGP,
+		WindowsDataplane: inst.Spec.CalicoNetwork.WindowsDataplane,
+		WindowsNodes:     inst.Spec.WindowsNodes,
+		ServiceCIDRs:     inst.Spec.ServiceCIDRs,
+	}
+	if cfg := ipamConfig(); cfg != nil {
+		t.IPAM = &cfg.Spec
+	}
+	if cm := servicesEndpoint(); cm != nil {
+		t.ServicesEndpoint = cm.Data
+	}
+	return t
+}
+
+func windowsNode(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{calico.OSLabel: calico.OSWindows}}}
+}
+
+func deleteNode(name string) {
+	Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
+}
+
+var _ = Describe("Rolling back", func() {
+	var (
+		op       *operator
+		original touched
+	)
+
+	BeforeEach(func() {
+		Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+		Eventually(func() bool {
+			h, err := calico.ReadHealth(ctx, k8s, calico.StatusCalico)
+			return err == nil && h.Available && !h.Progressing
+		}).Should(BeTrue(), "the simulated Calico is healthy before the test starts")
+		original = touchedFields()
+		op = startOperator(nil, nil)
+	})
+
+	AfterEach(func() {
+		if op != nil {
+			op.stop()
+		}
+		deleteNode("win-1")
+		deleteWR()
+		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
+	})
+
+	rollback := func() {
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+	}
+
+	It("restores every touched field after a full migration, and migrating again works", func() {
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(touchedFields()).NotTo(Equal(original))
+
+		rollback()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(condition(conditions.Ready)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonRolledBack))
+		Expect(touchedFields()).To(Equal(original), "every field as it was found")
+		for _, s := range getWR().Status.Steps {
+			Expect(s.State).To(Equal(v1alpha1.StepReverted), string(s.Name))
+		}
+		Expect(getWR().Status.Originals).To(BeNil(), "a later migration records the originals afresh")
+		inst := installation()
+		Expect(inst.Spec.CalicoNetwork.HostPorts).NotTo(BeNil(), "the Tigera operator's own defaults are left alone")
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionMigrate })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)))
+	})
+
+	DescribeTable("restores every touched field from a migration stopped midway",
+		func(after v1alpha1.StepName) {
+			createWR()
+			Eventually(func() v1alpha1.StepState { return stepOf(after)().State }).Should(Equal(v1alpha1.StepCompleted))
+			rollback()
+			Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+			Expect(touchedFields()).To(Equal(original))
+		},
+		Entry("after StrictAffinity", v1alpha1.StepStrictAffinity),
+		Entry("after Encapsulation", v1alpha1.StepEncapsulation),
+		Entry("after BGP", v1alpha1.StepBGP),
+		Entry("after ServicesEndpoint", v1alpha1.StepServicesEndpoint),
+		Entry("after ServiceCIDRs", v1alpha1.StepServiceCIDRs),
+	)
+
+	It("is refused while a Windows node exists, without writing anything", func() {
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(k8s.Create(ctx, windowsNode("win-1"))).To(Succeed(), "a Ready cluster admits Windows nodes")
+		Eventually(func() []string { return getWR().Status.WindowsNodes }).Should(Equal([]string{"win-1"}))
+		before := touchedFields()
+		baseline := appliedWrites()
+
+		rollback()
+		Eventually(condition(conditions.RollbackAllowed)).Should(haveStatus(metav1.ConditionFalse, conditions.ReasonWindowsNodesPresent))
+		Expect(condition(conditions.RollbackAllowed)().Message).To(ContainSubstring("win-1"))
+		Expect(condition(conditions.Stalled)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonWindowsNodesPresent))
+		Expect(phaseOf()).To(Equal(v1alpha1.PhaseStalled))
+		Consistently(appliedWritesSince(baseline)).Should(BeEmpty(), "no write to any Calico object or ConfigMap")
+		Expect(touchedFields()).To(Equal(before))
+
+		By("going on once the Windows node is gone")
+		deleteNode("win-1")
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(touchedFields()).To(Equal(original))
+	})
+
+	It("stops between two steps when a Windows node joins during the rollback", func() {
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.WindowsNodeGate = v1alpha1.GateDisabled })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		rollback()
+		Eventually(func() v1alpha1.StepState { return stepOf(v1alpha1.StepWindowsDataplane)().State }).Should(Equal(v1alpha1.StepReverting))
+		Expect(k8s.Create(ctx, windowsNode("win-1"))).To(Succeed())
+
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonWindowsNodesPresent))
+		Expect(getWR().Status.Message).To(ContainSubstring("set spec.direction: Migrate"))
+		baseline := appliedWrites()
+		Consistently(appliedWritesSince(baseline)).Should(BeEmpty(), "nothing more is changed")
+		for _, s := range getWR().Status.Steps {
+			Expect(s.State).To(BeElementOf(v1alpha1.StepCompleted, v1alpha1.StepReverting, v1alpha1.StepReverted), string(s.Name))
+		}
+
+		By("finishing the migration again when asked to")
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionMigrate })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+	})
+})
+
+var _ = Describe("The Windows join gate", func() {
+	var op *operator
+
+	BeforeEach(func() {
+		Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+		op = startOperator(nil, nil)
+	})
+
+	AfterEach(func() {
+		if op != nil {
+			op.stop()
+		}
+		deleteNode("win-1")
+		deleteWR()
+		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
+	})
+
+	createWindowsNode := func() error { return k8s.Create(ctx, windowsNode("win-1")) }
+
+	It("rejects a Windows node before Ready and during a rollback, and admits it when Ready", func() {
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+		Eventually(createWindowsNode).Should(MatchError(And(
+			ContainSubstring("not ready for Windows nodes yet"),
+			ContainSubstring("WindowsReadiness default is Paused"))))
+		Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "linux-9",
+			Labels: map[string]string{calico.OSLabel: "linux"}}})).To(Succeed(), "Linux nodes are not gated")
+		DeferCleanup(deleteNode, "linux-9")
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(createWindowsNode).Should(Succeed())
+		deleteNode("win-1")
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(createWindowsNode).Should(MatchError(ContainSubstring("not ready for Windows nodes yet")))
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(createWindowsNode()).To(MatchError(ContainSubstring("is RolledBack")))
+	})
+
+	It("is not put in place when switched off in the spec", func() {
+		createWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Paused = true
+			wr.Spec.WindowsNodeGate = v1alpha1.GateDisabled
+		})
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+		Expect(createWindowsNode()).To(Succeed())
+		err := k8s.Get(ctx, client.ObjectKey{Name: "winready-windows-node-gate"}, &metav1.PartialObjectMetadata{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"}})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	})
+})

@@ -1,0 +1,226 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Receive modes.
+const (
+	// ModeSocket means the agent bound UDP 4789 itself: nothing else owns it.
+	ModeSocket = "socket"
+	// ModeCapture means a kernel VXLAN device owns UDP 4789, so the agent
+	// watches the port with a packet capture instead.
+	ModeCapture = "capture"
+)
+
+// AgentConfig is one agent's part of a preflight round.
+type AgentConfig struct {
+	Round [16]byte
+	// NodeIP is the node address probes are sent from and expected at.
+	NodeIP netip.Addr
+	// Peers are the nodes this agent probes.
+	Peers []netip.Addr
+	// Extra are responders this agent probes; they echo each probe.
+	Extra []netip.Addr
+	// Duration bounds the round: probes are sent during its first half and
+	// received until it ends, so that late starters are still heard.
+	Duration time.Duration
+	// Interval is the time between two probes to the same peer.
+	Interval time.Duration
+}
+
+// Result is what an agent saw.
+type Result struct {
+	Mode string
+	// ReceivedFrom are the nodes whose probes reached this node.
+	ReceivedFrom []netip.Addr
+	// EchoedBy are the extra targets that echoed this agent's probes.
+	EchoedBy []netip.Addr
+}
+
+// receiver yields the UDP 4789 payloads that reach this node.
+type receiver interface {
+	// Read returns the next payload, or a timeout error after a short while
+	// so that the caller can check its context.
+	Read(buf []byte) ([]byte, error)
+	Close() error
+}
+
+// seen is a set of addresses, safe for concurrent use.
+type seen struct {
+	mu    sync.Mutex
+	addrs map[netip.Addr]bool
+}
+
+func (s *seen) add(a netip.Addr) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.addrs == nil {
+		s.addrs = map[netip.Addr]bool{}
+	}
+	s.addrs[a] = true
+}
+
+func (s *seen) sorted() []netip.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]netip.Addr, 0, len(s.addrs))
+	for a := range s.addrs {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	return out
+}
+
+// Agent holds the sockets of one round. Open it (inside the node's network
+// namespace), then Run it.
+type Agent struct {
+	cfg  AgentConfig
+	mode string
+	recv receiver
+	send *net.UDPConn
+}
+
+// Open opens the receiving and sending sockets: UDP 4789 when it is free,
+// else a capture of it; and a UDP socket on the node address for sending.
+func Open(cfg AgentConfig) (*Agent, error) {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 200 * time.Millisecond
+	}
+	a := &Agent{cfg: cfg}
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{Port: Port})
+	switch {
+	case err == nil:
+		a.mode, a.recv = ModeSocket, &socketReceiver{conn: conn}
+	case errors.Is(err, syscall.EADDRINUSE):
+		c, err := openCapture()
+		if err != nil {
+			return nil, fmt.Errorf("UDP %d is in use (a VXLAN device owns it) and capturing it failed: %w", Port, err)
+		}
+		a.mode, a.recv = ModeCapture, c
+	default:
+		return nil, fmt.Errorf("listening on UDP %d: %w", Port, err)
+	}
+	a.send, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(cfg.NodeIP, 0)))
+	if err != nil {
+		_ = a.recv.Close()
+		return nil, fmt.Errorf("opening the sending socket on %s: %w", cfg.NodeIP, err)
+	}
+	return a, nil
+}
+
+// Mode says how the agent receives.
+func (a *Agent) Mode() string { return a.mode }
+
+// Run sends and receives for the configured duration and closes the sockets.
+func (a *Agent) Run(ctx context.Context) Result {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.Duration)
+	defer cancel()
+	var received, echoed seen
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); a.receive(ctx, &received) }()
+	go func() { defer wg.Done(); a.receiveEchoes(ctx, &echoed) }()
+	a.sendProbes(ctx)
+	<-ctx.Done()
+	_ = a.recv.Close()
+	_ = a.send.Close()
+	wg.Wait()
+	return Result{Mode: a.mode, ReceivedFrom: received.sorted(), EchoedBy: echoed.sorted()}
+}
+
+func (a *Agent) sendProbes(ctx context.Context) {
+	sendCtx, cancel := context.WithTimeout(ctx, a.cfg.Duration/2)
+	defer cancel()
+	targets := append(slices.Clone(a.cfg.Peers), a.cfg.Extra...)
+	tick := time.NewTicker(a.cfg.Interval)
+	defer tick.Stop()
+	for seq := uint32(0); ; seq++ {
+		for _, to := range targets {
+			p := Packet{Kind: KindProbe, Round: a.cfg.Round, From: a.cfg.NodeIP, To: to, Seq: seq}
+			// A lost datagram is what the round measures; send errors such
+			// as an unreachable network mean the same.
+			_, _ = a.send.WriteToUDPAddrPort(p.Marshal(), netip.AddrPortFrom(to, Port))
+		}
+		select {
+		case <-sendCtx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (a *Agent) receive(ctx context.Context, received *seen) {
+	buf := make([]byte, 65536)
+	for ctx.Err() == nil {
+		payload, err := a.recv.Read(buf)
+		if err != nil {
+			continue
+		}
+		p, err := Unmarshal(payload)
+		if err != nil || p.Kind != KindProbe || p.Round != a.cfg.Round || p.To != a.cfg.NodeIP || p.From == a.cfg.NodeIP {
+			continue
+		}
+		received.add(p.From)
+	}
+}
+
+func (a *Agent) receiveEchoes(ctx context.Context, echoed *seen) {
+	buf := make([]byte, 2048)
+	for ctx.Err() == nil {
+		_ = a.send.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		n, _, err := a.send.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			continue
+		}
+		p, err := Unmarshal(buf[:n])
+		if err != nil || p.Kind != KindEcho || p.Round != a.cfg.Round || p.From != a.cfg.NodeIP {
+			continue
+		}
+		echoed.add(p.To)
+	}
+}
+
+// socketReceiver reads UDP 4789 from a socket of its own.
+type socketReceiver struct{ conn *net.UDPConn }
+
+func (s *socketReceiver) Read(buf []byte) ([]byte, error) {
+	_ = s.conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	n, _, err := s.conn.ReadFromUDPAddrPort(buf)
+	return buf[:n], err
+}
+
+func (s *socketReceiver) Close() error { return s.conn.Close() }
+
+// Respond echoes every probe that reaches conn until ctx ends. It runs on
+// machines that are not nodes yet, such as future Windows nodes.
+func Respond(ctx context.Context, conn *net.UDPConn, onProbe func(Packet, netip.AddrPort)) error {
+	go func() { <-ctx.Done(); _ = conn.Close() }()
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("reading probes: %w", err)
+		}
+		p, err := Unmarshal(buf[:n])
+		if err != nil || p.Kind != KindProbe {
+			continue
+		}
+		if onProbe != nil {
+			onProbe(p, from)
+		}
+		p.Kind = KindEcho
+		_, _ = conn.WriteToUDPAddrPort(p.Marshal(), from)
+	}
+}
