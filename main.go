@@ -27,10 +27,11 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("winready", flag.ContinueOnError)
 	var (
 		kubeconfig  = fs.String("kubeconfig", "", "path to a kubeconfig; in a pod the service account is used")
-		namespace   = fs.String("namespace", "winready-system", "namespace of the leader election lease")
+		namespace   = fs.String("namespace", "winready-system", "the operator's namespace: leader election lease and probe rounds")
 		leaderElect = fs.Bool("leader-elect", true, "elect a leader so that only one replica changes the cluster")
 		metricsAddr = fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 		probeAddr   = fs.String("health-probe-bind-address", ":8081", "address of the health and readiness probes")
+		probeImage  = fs.String("probe-image", os.Getenv("WINREADY_IMAGE"), "image of the UDP 4789 probe agents: this operator's own (env WINREADY_IMAGE)")
 	)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -49,7 +50,7 @@ func run(args []string) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Cache:                   controllers.CacheOptions(),
+		Cache:                   controllers.CacheOptions(*namespace),
 		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
 		HealthProbeBindAddress:  *probeAddr,
 		LeaderElection:          *leaderElect,
@@ -62,7 +63,7 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	r, err := controllers.NewReconciler(mgr)
+	r, err := controllers.NewReconciler(mgr, *namespace, *probeImage)
 	if err != nil {
 		return err
 	}

@@ -45,6 +45,7 @@ type auditEvent struct {
 	UserAgent string `json:"userAgent"`
 	ObjectRef struct {
 		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
 		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
 	ResponseStatus struct {
@@ -53,7 +54,8 @@ type auditEvent struct {
 }
 
 // appliedWrites counts the writes by winready that the API server accepted,
-// keyed "<resource> <verb>", leaving out its own WindowsReadiness.
+// keyed "<resource> [<namespace>] <verb>", leaving out its own
+// WindowsReadiness.
 func appliedWrites() map[string]int {
 	f, err := os.Open(auditLog)
 	Expect(err).NotTo(HaveOccurred())
@@ -68,7 +70,11 @@ func appliedWrites() map[string]int {
 			ev.ObjectRef.Resource == "windowsreadinesses" || ev.ObjectRef.Resource == "events" || ev.ObjectRef.Resource == "leases" {
 			continue
 		}
-		counts[ev.ObjectRef.Resource+" "+ev.Verb]++
+		key := ev.ObjectRef.Resource + " " + ev.Verb
+		if ev.ObjectRef.Namespace != "" {
+			key = ev.ObjectRef.Resource + " " + ev.ObjectRef.Namespace + " " + ev.Verb
+		}
+		counts[key]++
 	}
 	Expect(sc.Err()).NotTo(HaveOccurred())
 	return counts
@@ -86,4 +92,20 @@ func appliedWritesSince(baseline map[string]int) func() map[string]int {
 		}
 		return counts
 	}
+}
+
+// calicoOnly keeps the counts of writes to what Calico reads: the
+// Installation, the IPAM configuration and the ConfigMaps of tigera-operator;
+// not the gate nor the probe rounds in winready's own namespace.
+func calicoOnly(counts map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range counts {
+		f := strings.Fields(k)
+		switch {
+		case f[0] == "Installation", f[0] == "installations", f[0] == "IPAMConfiguration", f[0] == "ipamconfigurations",
+			len(f) == 3 && f[1] == "tigera-operator":
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -6,6 +6,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/utils/clock"
@@ -16,6 +18,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/metrics"
+	"github.com/winready/winready/internal/preflight"
 )
 
 // NewScheme registers winready's API and every type the reconciler reads.
@@ -31,16 +34,21 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // CacheOptions caches only what the reconciler reads: DaemonSets of
-// calico-system, the one services-endpoint ConfigMap, Nodes as metadata, and
-// no managedFields anywhere.
-func CacheOptions() cache.Options {
+// calico-system, the services-endpoint ConfigMap, the probe reports in the
+// operator's namespace, Nodes as metadata, and no managedFields anywhere.
+func CacheOptions(namespace string) cache.Options {
+	reports, err := labels.NewRequirement(preflight.ReportLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key
+	}
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.DaemonSet{}: {Namespaces: map[string]cache.Config{calico.SystemNamespace: {}}},
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{calico.OperatorNamespace: {
-				FieldSelector: fields.OneTermEqualSelector("metadata.name", calico.ServicesEndpointConfigMap),
-			}}},
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{
+				calico.OperatorNamespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", calico.ServicesEndpointConfigMap)},
+				namespace:                {LabelSelector: labels.NewSelector().Add(*reports)},
+			}},
 		},
 	}
 }
@@ -48,7 +56,7 @@ func CacheOptions() cache.Options {
 // NewReconciler builds the reconciler for a manager made with NewScheme and
 // CacheOptions; call SetupWithManager to start it with the manager. Its
 // client counts the writes it makes (Writes).
-func NewReconciler(mgr ctrl.Manager) (*Reconciler, error) {
+func NewReconciler(mgr ctrl.Manager, namespace, probeImage string) (*Reconciler, error) {
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
@@ -59,6 +67,8 @@ func NewReconciler(mgr ctrl.Manager) (*Reconciler, error) {
 		APIReader: mgr.GetAPIReader(),
 		Discovery: disco,
 		Recorder:  mgr.GetEventRecorder("winready"),
-		Clock:     clock.RealClock{},
+		Clock:      clock.RealClock{},
+		Namespace:  namespace,
+		ProbeImage: probeImage,
 	}, nil
 }

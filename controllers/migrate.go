@@ -29,6 +29,10 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 		if ok, err := p.preflight(ctx, inst); err != nil || !ok {
 			return ctrl.Result{RequeueAfter: p.r.preflightRetry()}, err
 		}
+		if ok, result, err := p.probeNetwork(ctx); err != nil || !ok {
+			return result, err
+		}
+		p.preflightPassed()
 	}
 	if ok, err := p.resolveTargets(ctx, inst); err != nil || !ok {
 		return ctrl.Result{}, err
@@ -84,7 +88,11 @@ func (p *pass) preflight(ctx context.Context, inst *operatorv1.Installation) (bo
 	}
 	checks := preflight.Evaluate(in, p.wr.Spec.Preflight)
 	now := metav1.NewTime(p.r.Clock.Now())
-	p.wr.Status.Preflight = &v1alpha1.PreflightStatus{CompletedAt: &now, Checks: checks}
+	var probe *v1alpha1.ProbeStatus
+	if prev := p.wr.Status.Preflight; prev != nil {
+		probe = prev.Probe
+	}
+	p.wr.Status.Preflight = &v1alpha1.PreflightStatus{CompletedAt: &now, Checks: checks, Probe: probe}
 	if failed := preflight.Failed(checks); len(failed) > 0 {
 		msg := "preflight failed, nothing was changed: " + summarize(failed)
 		reason := conditions.ReasonPreflightFailed
@@ -98,12 +106,22 @@ func (p *pass) preflight(ctx context.Context, inst *operatorv1.Installation) (bo
 		p.stall(reason, msg)
 		return false, nil
 	}
-	if warned := preflight.Warnings(checks); len(warned) > 0 {
-		p.set(conditions.PreflightPassed, metav1.ConditionTrue, conditions.ReasonPreflightWarnings, "passed with warnings: "+summarize(warned))
-	} else {
-		p.set(conditions.PreflightPassed, metav1.ConditionTrue, conditions.ReasonPreflightPassed, "every compatibility check passed")
-	}
+	p.set(conditions.PreflightPassed, metav1.ConditionUnknown, conditions.ReasonProgressing, "compatibility checks passed; probing UDP 4789")
 	return true, nil
+}
+
+// preflightPassed records a passed preflight, with its warnings.
+func (p *pass) preflightPassed() {
+	warned := preflight.Warnings(p.wr.Status.Preflight.Checks)
+	if probe := p.wr.Status.Preflight.Probe; probe != nil && probe.Skipped {
+		warned = append(warned, v1alpha1.PreflightCheck{Name: "NetworkProbe", Result: v1alpha1.CheckWarn,
+			Message: "skipped as spec.preflight.skipNetworkProbe asks: UDP 4789 between nodes is not verified"})
+	}
+	if len(warned) > 0 {
+		p.set(conditions.PreflightPassed, metav1.ConditionTrue, conditions.ReasonPreflightWarnings, "passed with warnings: "+summarize(warned))
+		return
+	}
+	p.set(conditions.PreflightPassed, metav1.ConditionTrue, conditions.ReasonPreflightPassed, "every compatibility check passed and UDP 4789 passes between nodes")
 }
 
 func summarize(checks []v1alpha1.PreflightCheck) string {

@@ -6,6 +6,7 @@ import (
 
 	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -29,6 +30,12 @@ func (p *pass) rollback(ctx context.Context, inst *operatorv1.Installation) (ctr
 	}
 	p.set(conditions.RollbackAllowed, metav1.ConditionTrue, conditions.ReasonNoWindowsNodes, "no Windows node has joined")
 	if p.wr.Status.Originals == nil {
+		// Either a finished rollback cleared them, or no change was ever made.
+		if ready := meta.FindStatusCondition(p.wr.Status.Conditions, conditions.Ready); ready != nil &&
+			ready.Status == metav1.ConditionTrue && ready.Reason == conditions.ReasonRolledBack {
+			p.finish(conditions.ReasonRolledBack, ready.Message)
+			return ctrl.Result{}, nil
+		}
 		p.finish(conditions.ReasonNothingToRollBack, "nothing to roll back: the migration changed nothing")
 		return ctrl.Result{}, nil
 	}

@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -30,12 +32,16 @@ func TestControllers(t *testing.T) {
 	RunSpecs(t, "WindowsReadiness controller")
 }
 
+// operatorNamespace is where the operator under test runs its probe rounds.
+const operatorNamespace = "winready-system"
+
 var (
 	testEnv   *envtest.Environment
 	cfg       *rest.Config
 	scheme    *runtime.Scheme
 	k8s       client.Client // uncached: assertions never go through a cache
 	sim       *calicosim.Simulator
+	agents    *calicosim.ProbeAgents
 	simCancel context.CancelFunc
 )
 
@@ -70,10 +76,13 @@ var _ = BeforeSuite(func() {
 
 	// The simulator plays the Tigera operator and the DaemonSet controller,
 	// in a manager of its own, for the whole suite.
+	Expect(k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
 	sim = calicosim.New(calicosim.Options{})
+	agents = calicosim.NewProbeAgents(operatorNamespace)
 	simMgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(sim.SetupWithManager(simMgr)).To(Succeed())
+	Expect(agents.SetupWithManager(simMgr)).To(Succeed())
 	var ctx context.Context
 	ctx, simCancel = context.WithCancel(context.Background())
 	go func() {
@@ -124,13 +133,13 @@ func startOperatorOn(restCfg *rest.Config, clock *clocktesting.FakeClock, writes
 	opCfg.UserAgent = operatorUserAgent
 	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  controllers.CacheOptions(),
+		Cache:                  controllers.CacheOptions(operatorNamespace),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlConfig(),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	r, err := controllers.NewReconciler(mgr)
+	r, err := controllers.NewReconciler(mgr, operatorNamespace, "winready:test")
 	Expect(err).NotTo(HaveOccurred())
 	r.Clock = clock
 	r.GuardRetry = 20 * time.Millisecond

@@ -52,6 +52,10 @@ type Reconciler struct {
 	Discovery preflight.Discovery
 	Recorder  events.EventRecorder
 	Clock     clock.PassiveClock
+	// Namespace is the operator's namespace, where probe rounds run.
+	Namespace string
+	// ProbeImage is the image of the probe agents: the operator's own.
+	ProbeImage string
 	// GuardRetry and PreflightRetry override the defaults (tests shorten them).
 	GuardRetry     time.Duration
 	PreflightRetry time.Duration
@@ -65,11 +69,13 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=projectcalico.org,resources=ippools;felixconfigurations;bgpconfigurations,verbs=get
 // +kubebuilder:rbac:groups=projectcalico.org,resources=bgppeers,verbs=list
 // +kubebuilder:rbac:groups=apps,namespace=calico-system,resources=daemonsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
 // +kubebuilder:rbac:groups=discovery.k8s.io,namespace=default,resources=endpointslices,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=default,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=apps,namespace=winready-system,resources=daemonsets,verbs=create;delete
+// +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,verbs=get;list;watch;create;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=tigera-operator,resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kubeadm-config,verbs=get
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns,verbs=get

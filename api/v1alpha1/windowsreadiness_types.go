@@ -282,8 +282,61 @@ type PreflightCheck struct {
 	Message string `json:"message,omitempty"`
 }
 
+// ProbePair is one direction between two machines that UDP 4789 did not pass.
+type ProbePair struct {
+	// From and To are "node-name (address)", or an address for extra targets.
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// MaxListed bounds the pairs and nodes listed in status, so that the object
+// stays small however large the cluster.
+const MaxListed = 20
+
+// ProbeStatus is the outcome of a round of the UDP 4789 probe.
+type ProbeStatus struct {
+	// Round identifies the round; agents' reports carry it.
+	Round string `json:"round"`
+	// Generation is the spec generation the round ran for.
+	Generation int64 `json:"generation"`
+	// Skipped records spec.preflight.skipNetworkProbe, acknowledged by a person.
+	// +optional
+	Skipped bool `json:"skipped,omitempty"`
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Nodes is how many Linux nodes took part.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+	// PlannedPairs, PassedPairs and FailingPairs count directed pairs,
+	// extra targets included.
+	// +optional
+	PlannedPairs int32 `json:"plannedPairs,omitempty"`
+	// +optional
+	PassedPairs int32 `json:"passedPairs,omitempty"`
+	// +optional
+	FailingPairs int32 `json:"failingPairs,omitempty"`
+	// FirstFailing lists the first failing pairs.
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	// +optional
+	FirstFailing []ProbePair `json:"firstFailing,omitempty"`
+	// MissingReports counts nodes whose agent did not report in time.
+	// +optional
+	MissingReports int32 `json:"missingReports,omitempty"`
+	// FirstMissing lists the first of them.
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	// +optional
+	FirstMissing []string `json:"firstMissing,omitempty"`
+}
+
 // PreflightStatus is the last preflight's outcome.
 type PreflightStatus struct {
+	// Probe is the last round of the UDP 4789 probe.
+	// +optional
+	Probe *ProbeStatus `json:"probe,omitempty"`
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 	// +listType=map

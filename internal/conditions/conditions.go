@@ -34,6 +34,7 @@ const (
 	ReasonNothingToRollBack    = "NothingToRollBack"
 	ReasonPaused               = "Paused"
 	ReasonPreflightFailed      = "PreflightFailed"
+	ReasonNetworkProbeFailed   = "NetworkProbeFailed"
 	ReasonPreflightPassed      = "ChecksPassed"
 	ReasonPreflightWarnings    = "ChecksPassedWithWarnings"
 	ReasonInstallationNotFound = "InstallationNotFound"

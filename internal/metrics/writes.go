@@ -47,12 +47,17 @@ func (w *WriteCounter) add(obj client.Object, verb string) {
 		}
 	}
 	apiWrites.WithLabelValues(verb, kind).Inc()
+	key := kind + " " + verb
+	if ns := obj.GetNamespace(); ns != "" {
+		key = kind + " " + ns + " " + verb
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.counts[kind+" "+verb]++
+	w.counts[key]++
 }
 
-// Snapshot returns the counts so far, keyed "<Kind> <verb>".
+// Snapshot returns the counts so far, keyed "<Kind> <verb>", or
+// "<Kind> <namespace> <verb>" for namespaced objects.
 func (w *WriteCounter) Snapshot() map[string]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -99,4 +104,14 @@ func (c *CountingClient) Update(ctx context.Context, obj client.Object, opts ...
 
 func (c *CountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	return c.count(obj, "delete", c.Client.Delete(ctx, obj, opts...))
+}
+
+func (c *CountingClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	all := &client.DeleteAllOfOptions{}
+	all.ApplyOptions(opts)
+	if all.Namespace != "" {
+		obj = obj.DeepCopyObject().(client.Object)
+		obj.SetNamespace(all.Namespace)
+	}
+	return c.count(obj, "deletecollection", c.Client.DeleteAllOf(ctx, obj, opts...))
 }

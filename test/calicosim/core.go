@@ -55,6 +55,8 @@ func (r *coreController) Reconcile(ctx context.Context, _ reconcile.Request) (ct
 		return ctrl.Result{}, nil
 	}
 	r.status.found(inst)
+	// calico-node is the one workload this simulation renders for TigeraStatus calico to watch.
+	r.status.daemonSets = []types.NamespacedName{daemonSetKey(nodeDaemonSet)}
 	done, err := r.reconcile(ctx, inst)
 	// SetMetaData: the conditions describe the generation this reconcile saw (after its own defaults patch).
 	r.status.observedGeneration = inst.Generation
@@ -116,7 +118,6 @@ func (r *coreController) reconcile(ctx context.Context, inst *operatorv1.Install
 		r.status.setDegraded(operatorv1.ResourceUpdateError, "Error creating / updating resource", err)
 		return false, err
 	}
-	r.status.daemonSets = []types.NamespacedName{daemonSetKey(nodeDaemonSet)}
 	r.status.readyToMonitor = true
 	r.status.clearDegraded()
 	return true, nil

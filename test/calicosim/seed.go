@@ -29,7 +29,8 @@ type Cluster struct {
 	// Pools is the Installation's spec.calicoNetwork.ipPools. Empty seeds the operator's own default pool
 	// (default-ipv4-ippool, 192.168.0.0/16), as it would have written it on first install.
 	Pools []operatorv1.IPPool
-	// BGP is spec.calicoNetwork.bgp; "" leaves the field out (the simulated operator then defaults it to Enabled).
+	// BGP is spec.calicoNetwork.bgp; "" leaves the field out of the user's spec (the operator defaults it to
+	// Enabled).
 	BGP operatorv1.BGPOption
 	// StrictAffinity nil means no IPAMConfiguration "default"; otherwise it is created with this value and
 	// autoAllocateBlocks true.
@@ -40,6 +41,11 @@ type Cluster struct {
 	ServiceCIDRs []string
 	// KubeadmConfig nil means no kube-system/kubeadm-config ConfigMap.
 	KubeadmConfig *KubeadmConfig
+	// AsWritten seeds the Installation spec exactly as a user wrote it, without the defaults the operator adds
+	// on first sight: a running simulator then writes them (two more generations) right after Seed. By default
+	// the spec already carries them, as in any cluster the operator has run in, so that the seeded cluster is at
+	// rest from the start.
+	AsWritten bool
 }
 
 // KubeadmConfig is what Seed writes into kube-system/kubeadm-config.
@@ -75,9 +81,10 @@ const kubeDNSClusterIP = "10.96.0.10"
 
 // Seed creates the cluster as the Tigera operator would have left it, healthy and fully rolled out: nodes,
 // kube-dns, the ConfigMaps and IPAM configuration of cl, the IPPools, DaemonSet calico-node with a finished
-// rollout, TigeraStatus calico, ippools and apiserver Available, and last the Installation "default" with the
-// spec a user writes (the simulator then adds the operator's defaults, as on first sight). Objects the simulator
-// also writes are created before the Installation, so that a running simulator finds them in place.
+// rollout, TigeraStatus calico, ippools and apiserver Available at generation 1, and last the Installation
+// "default" (generation 1) with the user's spec plus the operator's defaults (see Cluster.AsWritten) and
+// status.computed. A running simulator finds nothing to change. Objects the simulator also writes are created
+// before the Installation, so that a running simulator finds them in place.
 func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 	for _, ns := range []string{calicoNamespace, operatorNamespace, kubeSystem} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -148,6 +155,9 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 		}
 	}
 
+	if !cl.AsWritten {
+		spec = defaulted.DeepCopy()
+	}
 	inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: installationName}, Spec: *spec}
 	if err := create(ctx, c, inst); err != nil {
 		return err

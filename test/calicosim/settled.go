@@ -18,9 +18,9 @@ import (
 // Available, not Progressing and not Degraded at the Installation's current generation, and every DaemonSet in
 // calico-system is rolled out. When it is not, the string says what is still moving.
 //
-// Right after Seed the simulator still writes the operator's defaults into the Installation (the seeded
-// TigeraStatus objects describe generation 1, which is about to change): wait for Settled before starting the
-// code under test.
+// A cluster seeded with Cluster.AsWritten is not at rest right after Seed even though its seeded TigeraStatus
+// objects say Available at generation 1: the simulator is about to write the operator's defaults. Settled sees
+// through that, because status.computed does not match the undefaulted spec.
 func Settled(ctx context.Context, c client.Reader) (bool, string, error) {
 	inst := &operatorv1.Installation{}
 	if err := c.Get(ctx, types.NamespacedName{Name: installationName}, inst); err != nil {

@@ -2,7 +2,6 @@ package calicosim_test
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -21,7 +20,6 @@ import (
 const (
 	settleTimeout = 10 * time.Second
 	poll          = 5 * time.Millisecond
-	rollingMsg    = `DaemonSet "calico-system/calico-node" update is rolling out (%d out of 3 updated)`
 )
 
 var ctx = context.Background()
@@ -42,37 +40,19 @@ var _ = Describe("the simulated Tigera operator", func() {
 			Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
 		})
 
-		It("settles a seeded MainCluster with calico and ippools Available at the Installation's generation", func() {
+		It("keeps a seeded MainCluster at rest, Available at the Installation's generation", func() {
 			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
-
-			inst := installation()
-			Expect(inst.Generation).To(BeNumerically(">", 1), "the operator's defaults were written on first sight")
-			cn := inst.Spec.CalicoNetwork
-			Expect(*cn.HostPorts).To(Equal(operatorv1.HostPortsEnabled))
-			Expect(*cn.LinuxDataplane).To(Equal(operatorv1.LinuxDataplaneIptables))
-			Expect(*cn.WindowsDataplane).To(Equal(operatorv1.WindowsDataplaneDisabled))
-			Expect(inst.Spec.WindowsNodes).To(BeNil())
-			Expect(cn.IPPools[0].NodeSelector).To(Equal("all()"))
-			Expect(cn.IPPools[0].AllowedUses).To(ConsistOf(operatorv1.IPPoolAllowedUseWorkload, operatorv1.IPPoolAllowedUseTunnel))
-			Expect(inst.Status.Variant).To(Equal(operatorv1.Calico))
-			Expect(inst.Status.Computed).NotTo(BeNil())
-			Expect(inst.Status.Computed.CalicoNetwork.HostPorts).NotTo(BeNil(), "status.computed holds the defaulted spec")
-
+			Expect(installation().Generation).To(BeEquivalentTo(1), "the seeded spec already carries the operator's defaults")
 			pool := ipPool("default-ipv4-ippool")
 			Expect(pool.Spec.VXLANMode).To(Equal(calicov3.VXLANModeCrossSubnet))
 			Expect(pool.Spec.IPIPMode).To(Equal(calicov3.IPIPModeNever))
 			Expect(pool.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "tigera-operator"))
-
 			ds := daemonSet("calico-node")
-			Expect(ds.Generation).To(BeEquivalentTo(1), "the seeded calico-node already matched what the operator renders")
 			Expect(env(ds, "CALICO_NETWORKING_BACKEND")).To(Equal("bird"))
 			Expect(env(ds, "CLUSTER_TYPE")).To(Equal("k8s,operator,bgp"))
 			Expect(ds.Status.DesiredNumberScheduled).To(BeEquivalentTo(3))
-
-			By("writing nothing more once settled")
-			before := sim.Writes()
-			GinkgoWriter.Printf("writes from seed to settled: %v\n", before)
-			Consistently(sim.Writes).WithTimeout(300 * time.Millisecond).WithPolling(20 * time.Millisecond).Should(Equal(before))
+			Consistently(sim.Writes).WithTimeout(300*time.Millisecond).WithPolling(20*time.Millisecond).Should(BeEmpty(),
+				"the simulated operator finds nothing to change in a seeded cluster")
 		})
 
 		It("turns a pool's encapsulation VXLAN into IPPool vxlanMode Always without rolling calico-node", func() {
@@ -140,9 +120,43 @@ var _ = Describe("the simulated Tigera operator", func() {
 		})
 	})
 
+	Context("with a spec as a user wrote it", func() {
+		var sim *calicosim.Simulator
+		BeforeEach(func() {
+			sim = startSimulator(calicosim.Options{})
+			cl := calicosim.MainCluster()
+			cl.AsWritten = true
+			Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
+		})
+
+		It("writes the operator's defaults on first sight and settles at the new generation", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+
+			inst := installation()
+			Expect(inst.Generation).To(BeNumerically(">", 1), "the operator's defaults were written")
+			cn := inst.Spec.CalicoNetwork
+			Expect(cn.HostPorts).To(HaveValue(Equal(operatorv1.HostPortsEnabled)))
+			Expect(cn.LinuxDataplane).To(HaveValue(Equal(operatorv1.LinuxDataplaneIptables)))
+			Expect(cn.WindowsDataplane).To(HaveValue(Equal(operatorv1.WindowsDataplaneDisabled)))
+			Expect(inst.Spec.WindowsNodes).To(BeNil())
+			Expect(cn.IPPools[0].NodeSelector).To(Equal("all()"))
+			Expect(cn.IPPools[0].AllowedUses).To(ConsistOf(operatorv1.IPPoolAllowedUseWorkload, operatorv1.IPPoolAllowedUseTunnel))
+			Expect(cn.IPPools[0].Encapsulation).To(Equal(operatorv1.EncapsulationVXLANCrossSubnet), "a set field is left alone")
+			Expect(inst.Status.Variant).To(Equal(operatorv1.Calico))
+			Expect(inst.Status.Computed).To(Equal(&inst.Spec), "status.computed holds the defaulted spec")
+			Expect(daemonSet("calico-node").Generation).To(BeEquivalentTo(1), "defaults do not change the calico-node template")
+
+			before := sim.Writes()
+			GinkgoWriter.Printf("writes from seed to settled: %v\n", before)
+			Expect(before).To(HaveKeyWithValue("Installation patch", 2), "one defaults patch from the core controller, one from the pool controller")
+			Consistently(sim.Writes).WithTimeout(300*time.Millisecond).WithPolling(20*time.Millisecond).Should(Equal(before),
+				"nothing more is written once settled")
+		})
+	})
+
 	Context("with a rollout slow enough to watch", func() {
 		BeforeEach(func() {
-			startSimulator(calicosim.Options{RolloutStep: 100 * time.Millisecond})
+			startSimulator(calicosim.Options{RolloutStep: 200 * time.Millisecond})
 			Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
 		})
 
@@ -152,10 +166,14 @@ var _ = Describe("the simulated Tigera operator", func() {
 				{"op":"test","path":"/spec/calicoNetwork/bgp","value":"Enabled"},
 				{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
 
-			seen := map[string]bool{}
+			var messages []string
+			var updated []int32
 			Eventually(func(g Gomega) {
 				if c := condition(g, calicosim.StatusCalico, operatorv1.ComponentProgressing); c.Status == operatorv1.ConditionTrue {
-					seen[c.Message] = true
+					messages = append(messages, c.Message)
+				}
+				if ds := daemonSet("calico-node"); ds.Status.ObservedGeneration == 2 {
+					updated = append(updated, ds.Status.UpdatedNumberScheduled)
 				}
 				ok, why, err := calicosim.Settled(ctx, k8s)
 				g.Expect(err).NotTo(HaveOccurred())
@@ -167,8 +185,12 @@ var _ = Describe("the simulated Tigera operator", func() {
 			Expect(env(ds, "CALICO_NETWORKING_BACKEND")).To(Equal("vxlan"))
 			Expect(env(ds, "CLUSTER_TYPE")).To(Equal("k8s,operator"))
 			Expect(ds.Spec.Template.Spec.Containers[0].ReadinessProbe.Exec.Command).To(Equal([]string{"/bin/calico-node", "-felix-ready"}))
-			Expect(seen).To(HaveKey(fmt.Sprintf(rollingMsg, 1)))
-			Expect(seen).To(HaveKey(fmt.Sprintf(rollingMsg, 2)))
+			Expect(messages).To(ContainElement(MatchRegexp(`^DaemonSet "calico-system/calico-node" update is rolling out \([0-2] out of 3 updated\)$`)))
+			Expect(updated).To(ContainElement(BeNumerically("<", 3)), "the rollout was seen under way")
+			for i := 1; i < len(updated); i++ {
+				Expect(updated[i]).To(BeNumerically(">=", updated[i-1]), "nodes are updated one after another, never undone")
+			}
+			Expect(updated[len(updated)-1]).To(BeEquivalentTo(3))
 			Expect(condition(Default, calicosim.StatusCalico, operatorv1.ComponentAvailable).Reason).To(Equal("AllObjectsAvailable"))
 		})
 	})

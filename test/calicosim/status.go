@@ -37,6 +37,8 @@ type statusManager struct {
 
 	// pendingSince is when the conditions first differed from the stored ones, zero when they agree.
 	pendingSince time.Time
+	// resuming is set until the first look at the stored TigeraStatus after a new Installation appeared.
+	resuming bool
 }
 
 type degradation struct {
@@ -55,7 +57,7 @@ func newStatusManager(name string) statusManager { return statusManager{name: na
 // found is the operator's OnCRFound, plus the reset for a new Installation.
 func (m *statusManager) found(inst *operatorv1.Installation) {
 	if inst.UID != m.installUID {
-		*m = statusManager{name: m.name, installUID: inst.UID}
+		*m = statusManager{name: m.name, installUID: inst.UID, resuming: true}
 	}
 	m.enabled = true
 }
@@ -171,6 +173,17 @@ func (s *Simulator) syncStatus(ctx context.Context, m *statusManager, h health) 
 	missing := apierrors.IsNotFound(err)
 	if err != nil && !missing {
 		return 0, err
+	}
+	if m.resuming {
+		// The simulator stands for an operator that has been running all along (Seed writes what its earlier
+		// run left). Only a manager that reached ReadyToMonitor ever writes Available, so a stored Available
+		// condition means that run got there, and this one carries on from that point instead of starting cold.
+		m.resuming = false
+		for _, c := range ts.Status.Conditions {
+			if c.Type == operatorv1.ComponentAvailable {
+				m.readyToMonitor = true
+			}
+		}
 	}
 	now := time.Now()
 	want := m.conditions(ts.Status.Conditions, h, now)

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
@@ -33,6 +35,9 @@ import (
 	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/test/calicosim"
 )
+
+// operatorNamespace is where winready runs its probe rounds.
+const operatorNamespace = "winready-system"
 
 func main() {
 	exitWhenReady := flag.Bool("exit-when-ready", false, "stop once the WindowsReadiness is Ready instead of waiting for Ctrl-C")
@@ -90,6 +95,9 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	}
 
 	fmt.Println("seeding the Calico cluster: 3 Linux nodes, pool 172.20.0.0/16 VXLANCrossSubnet, BGP Enabled, strictAffinity off")
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
+		return err
+	}
 	if err := calicosim.Seed(ctx, c, calicosim.MainCluster()); err != nil {
 		return fmt.Errorf("seeding: %w", err)
 	}
@@ -103,17 +111,22 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	if err := sim.SetupWithManager(simMgr); err != nil {
 		return err
 	}
+	// The simulated nodes answer the UDP 4789 probe through the same API as
+	// real agents.
+	if err := calicosim.NewProbeAgents(operatorNamespace).SetupWithManager(simMgr); err != nil {
+		return err
+	}
 
 	// winready's manager, wired as main.go wires it.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
-		Cache:   controllers.CacheOptions(),
+		Cache:   controllers.CacheOptions(operatorNamespace),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
 		return err
 	}
-	r, err := controllers.NewReconciler(mgr)
+	r, err := controllers.NewReconciler(mgr, operatorNamespace, "winready:test")
 	if err != nil {
 		return err
 	}

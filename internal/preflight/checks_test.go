@@ -1,0 +1,91 @@
+package preflight
+
+import (
+	"strings"
+	"testing"
+
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/winready/winready/api/v1alpha1"
+)
+
+func installationWith(pools ...operatorv1.IPPool) *operatorv1.Installation {
+	return &operatorv1.Installation{Spec: operatorv1.InstallationSpec{
+		CalicoNetwork: &operatorv1.CalicoNetworkSpec{IPPools: pools}}}
+}
+
+var crossSubnet = operatorv1.IPPool{Name: "default-ipv4-ippool", CIDR: "172.20.0.0/16",
+	Encapsulation: operatorv1.EncapsulationVXLANCrossSubnet, BlockSize: ptr.To[int32](26)}
+
+func healthy() Inputs {
+	return Inputs{Installation: installationWith(crossSubnet), CalicoAPIServed: true, KubeDNS: true}
+}
+
+func TestEvaluate(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      func() Inputs
+		spec    v1alpha1.PreflightSpec
+		check   string
+		result  v1alpha1.CheckResult
+		message string
+	}{
+		{"the usual cluster passes", healthy, v1alpha1.PreflightSpec{}, CheckIPIPPools, v1alpha1.CheckPass, "no pool"},
+		{"no Calico API fails", func() Inputs { in := healthy(); in.CalicoAPIServed = false; return in },
+			v1alpha1.PreflightSpec{}, CheckCalicoAPI, v1alpha1.CheckFail, "Install the Calico API server"},
+		{"an IPIP pool fails", func() Inputs {
+			in := healthy()
+			in.Installation = installationWith(operatorv1.IPPool{Name: "p", CIDR: "10.1.0.0/16", Encapsulation: operatorv1.EncapsulationIPIPCrossSubnet})
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckIPIPPools, v1alpha1.CheckFail, "p (10.1.0.0/16, IPIPCrossSubnet)"},
+		{"an IPv6 pool warns", func() Inputs {
+			in := healthy()
+			in.Installation = installationWith(crossSubnet, operatorv1.IPPool{Name: "v6", CIDR: "fd00::/48"})
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckIPv6Pools, v1alpha1.CheckWarn, "fd00::/48"},
+		{"another VXLAN port fails", func() Inputs {
+			in := healthy()
+			in.Felix = &calicov3.FelixConfiguration{Spec: calicov3.FelixConfigurationSpec{VXLANPort: ptr.To(8472)}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckVXLANSettings, v1alpha1.CheckFail, "vxlanPort 8472"},
+		{"a low VNI fails", func() Inputs {
+			in := healthy()
+			in.Felix = &calicov3.FelixConfiguration{Spec: calicov3.FelixConfigurationSpec{VXLANVNI: ptr.To(100)}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckVXLANSettings, v1alpha1.CheckFail, "vxlanVNI 100"},
+		{"Felix defaults pass", healthy, v1alpha1.PreflightSpec{}, CheckVXLANSettings, v1alpha1.CheckPass, "port 4789, VNI 4096"},
+		{"BGP peers fail", func() Inputs { in := healthy(); in.BGPPeers = []string{"tor-a"}; return in },
+			v1alpha1.PreflightSpec{}, CheckBGPPeers, v1alpha1.CheckFail, "tor-a"},
+		{"acknowledged BGP peers warn", func() Inputs { in := healthy(); in.BGPPeers = []string{"tor-a"}; return in },
+			v1alpha1.PreflightSpec{Acknowledge: []v1alpha1.Acknowledgement{v1alpha1.AcknowledgeBGPPeers}},
+			CheckBGPPeers, v1alpha1.CheckWarn, "acknowledged"},
+		{"service advertisement fails", func() Inputs {
+			in := healthy()
+			in.BGPConfig = &calicov3.BGPConfiguration{Spec: calicov3.BGPConfigurationSpec{
+				ServiceLoadBalancerIPs: []calicov3.ServiceLoadBalancerIPBlock{{CIDR: "192.0.2.0/24"}}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckServiceAdverts, v1alpha1.CheckFail, "serviceLoadBalancerIPs"},
+		{"block size gives pods per Windows node", healthy, v1alpha1.PreflightSpec{}, CheckBlockSize, v1alpha1.CheckInfo,
+			"blockSize 26 gives 60 pods per Windows node"},
+		{"missing kube-dns warns", func() Inputs { in := healthy(); in.KubeDNS = false; return in },
+			v1alpha1.PreflightSpec{}, CheckKubeDNS, v1alpha1.CheckWarn, "kube-system/kube-dns is missing"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var found *v1alpha1.PreflightCheck
+			for _, c := range Evaluate(tc.in(), tc.spec) {
+				if c.Name == tc.check {
+					found = &c
+				}
+			}
+			if found == nil {
+				t.Fatalf("no %s check", tc.check)
+			}
+			if found.Result != tc.result || !strings.Contains(found.Message, tc.message) {
+				t.Fatalf("%s: got %s %q, want %s containing %q", tc.check, found.Result, found.Message, tc.result, tc.message)
+			}
+		})
+	}
+}
