@@ -49,7 +49,8 @@ $(CRDS):
 
 .PHONY: test
 test: envtest-assets vet ## Run every test on envtest.
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./... -count=1 -timeout 30m $(GINKGO_FLAGS)
+	# One package at a time: each envtest suite runs its own control plane.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./... -p 1 -count=1 -timeout 30m $(GINKGO_FLAGS)
 
 .PHONY: demo
 demo: envtest-assets ## Run the operator on a local control plane with a simulated Calico cluster.

@@ -16,14 +16,27 @@ import (
 	"github.com/winready/winready/controllers"
 )
 
+// The image has three roles: the operator, the probe agent it runs on every
+// Linux node during preflight, and the responder an admin runs on a future
+// Windows node.
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	run := runOperator
+	args := os.Args[1:]
+	if len(args) > 0 {
+		switch args[0] {
+		case "probe":
+			run, args = runProbe, args[1:]
+		case "respond":
+			run, args = runRespond, args[1:]
+		}
+	}
+	if err := run(args); err != nil {
 		fmt.Fprintln(os.Stderr, "winready:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+func runOperator(args []string) error {
 	fs := flag.NewFlagSet("winready", flag.ContinueOnError)
 	var (
 		kubeconfig  = fs.String("kubeconfig", "", "path to a kubeconfig; in a pod the service account is used")

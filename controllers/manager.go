@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -63,10 +63,10 @@ func NewReconciler(mgr ctrl.Manager, namespace, probeImage string) (*Reconciler,
 	}
 	metrics.Register()
 	return &Reconciler{
-		Client:    &metrics.CountingClient{Client: mgr.GetClient(), Writes: metrics.NewWriteCounter(mgr.GetScheme())},
-		APIReader: mgr.GetAPIReader(),
-		Discovery: disco,
-		Recorder:  mgr.GetEventRecorder("winready"),
+		Client:     &metrics.CountingClient{Client: mgr.GetClient(), Writes: metrics.NewWriteCounter(mgr.GetScheme())},
+		APIReader:  mgr.GetAPIReader(),
+		Discovery:  disco,
+		Recorder:   mgr.GetEventRecorder("winready"),
 		Clock:      clock.RealClock{},
 		Namespace:  namespace,
 		ProbeImage: probeImage,

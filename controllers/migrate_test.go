@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"net/netip"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/metrics"
@@ -36,6 +38,8 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		}
 		deleteWR()
 		sim.ClearFault()
+		sim.ReleaseRollouts()
+		agents.Reset()
 		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
 	})
 
@@ -201,6 +205,79 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		sim.ClearFault()
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
 		Expect(condition(conditions.CalicoHealthy)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonCalicoHealthy))
+	})
+
+	It("stops changing the cluster when Calico goes Degraded in the middle of a step", func() {
+		seed(calicosim.MainCluster())
+		sim.HoldRollouts()
+		op = startOperator(nil, nil)
+		createWR()
+		Eventually(func() string { return stepOf(v1alpha1.StepBGP)().Message }).Should(ContainSubstring("calico-node rollout"))
+
+		sim.InjectFault("calico-node crash looping on linux-2")
+		sim.ReleaseRollouts()
+		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("recover from Degraded"))
+		Expect(phaseOf()).To(Equal(v1alpha1.PhaseMigrating), "Calico may recover by itself: not stalled")
+		Consistently(servicesEndpoint).Should(BeNil(), "the next step does not start")
+
+		sim.ClearFault()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+	})
+
+	It("stalls a step that waits longer than the phase timeout, and resumes when Calico catches up", func() {
+		seed(calicosim.MainCluster())
+		sim.HoldRollouts()
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.PhaseTimeout = &metav1.Duration{Duration: time.Minute} })
+		Eventually(func() string { return stepOf(v1alpha1.StepBGP)().Message }).Should(ContainSubstring("calico-node rollout"))
+
+		op.clock.Step(2 * time.Minute)
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Annotations = map[string]string{"test/poke": "1"} })
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonStepTimeout))
+		Expect(phaseOf()).To(Equal(v1alpha1.PhaseStalled))
+		Expect(getWR().Status.Message).To(And(ContainSubstring("step 3/6 (BGP)"), ContainSubstring("calico-node rollout"),
+			ContainSubstring("spec.phaseTimeout 1m0s")))
+
+		sim.ReleaseRollouts()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(condition(conditions.Stalled)().Status).To(Equal(metav1.ConditionFalse))
+	})
+
+	It("refuses to start while UDP 4789 is blocked between two nodes, naming the pair", func() {
+		cl := calicosim.MainCluster()
+		seed(cl)
+		agents.Block(netip.MustParseAddr(cl.Nodes[0].InternalIP), netip.MustParseAddr(cl.Nodes[2].InternalIP))
+		op = startOperator(nil, nil)
+		createWR()
+
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
+		msg := condition(conditions.PreflightPassed)().Message
+		Expect(msg).To(ContainSubstring("UDP 4789 did not pass 1 of 6 probed pairs"))
+		Expect(msg).To(ContainSubstring("linux-0 (10.0.0.11) -> linux-2 (10.0.0.13)"))
+		probe := getWR().Status.Preflight.Probe
+		Expect(probe.FailingPairs).To(BeEquivalentTo(1))
+		Expect(probe.PassedPairs).To(BeEquivalentTo(5))
+		Expect(getWR().Status.Originals).To(BeNil(), "nothing recorded, nothing changed")
+		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty())
+
+		By("running again when asked to, once the path is open")
+		agents.Reset()
+		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Annotations = map[string]string{controllers.RerunPreflightAnnotation: "after-firewall-fix"}
+		})
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(getWR().Status.Preflight.Probe.FailingPairs).To(BeZero())
+	})
+
+	It("skips the network probe when the spec says so, and records the warning", func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Preflight.SkipNetworkProbe = true })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(getWR().Status.Preflight.Probe.Skipped).To(BeTrue())
+		Expect(condition(conditions.PreflightPassed)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightWarnings))
+		Expect(condition(conditions.PreflightPassed)().Message).To(ContainSubstring("NetworkProbe: skipped"))
+		Expect(op.writes.Snapshot()).NotTo(HaveKey("DaemonSet winready-system create"), "no agents were started")
 	})
 
 	It("uses the API server address and service network from the spec", func() {

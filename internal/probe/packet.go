@@ -11,6 +11,7 @@ package probe
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"net/netip"
@@ -55,6 +56,12 @@ const (
 	// header and body.
 	Size = vxlanHeaderLen + ethHeaderLen + bodyLen
 )
+
+// RoundKey is the 16-byte form of a round name that probes carry.
+func RoundKey(round string) [16]byte {
+	sum := sha256.Sum256([]byte(round))
+	return [16]byte(sum[:16])
+}
 
 // ErrNotProbe is returned for datagrams that are not winready probes.
 var ErrNotProbe = errors.New("not a winready probe")

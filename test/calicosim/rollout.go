@@ -75,7 +75,7 @@ func (r *rolloutController) Reconcile(ctx context.Context, req reconcile.Request
 		r.lastStep[ds.UID] = now
 	} else {
 		updated = min(updated, desired)
-		if last, ok := r.lastStep[ds.UID]; updated < desired && (!ok || now.Sub(last) >= r.sim.opts.RolloutStep) {
+		if last, ok := r.lastStep[ds.UID]; updated < desired && !r.sim.rolloutsHeld() && (!ok || now.Sub(last) >= r.sim.opts.RolloutStep) {
 			updated++
 			r.lastStep[ds.UID] = now
 		}

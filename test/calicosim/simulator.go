@@ -67,6 +67,7 @@ type Simulator struct {
 
 	mu        sync.Mutex
 	fault     string
+	held      bool
 	calicoAPI CalicoAPIMode
 	writes    map[string]int
 
@@ -124,6 +125,27 @@ func (s *Simulator) InjectFault(message string) {
 	s.fault = message
 	s.mu.Unlock()
 	poke(s.corePokes)
+}
+
+// HoldRollouts stops every DaemonSet rollout where it stands, as a node whose
+// new pod never becomes ready would, until ReleaseRollouts.
+func (s *Simulator) HoldRollouts() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = true
+}
+
+// ReleaseRollouts lets held rollouts go on.
+func (s *Simulator) ReleaseRollouts() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.held = false
+}
+
+func (s *Simulator) rolloutsHeld() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
 }
 
 // ClearFault ends what InjectFault started.

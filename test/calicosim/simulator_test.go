@@ -18,7 +18,7 @@ import (
 )
 
 const (
-	settleTimeout = 10 * time.Second
+	settleTimeout = 30 * time.Second
 	poll          = 5 * time.Millisecond
 )
 
