@@ -110,4 +110,3 @@ func runRespond(args []string) error {
 		}
 	})
 }
-

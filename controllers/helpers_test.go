@@ -42,6 +42,19 @@ func updateWR(mutate func(*v1alpha1.WindowsReadiness)) {
 	}).Should(Succeed())
 }
 
+// poke changes an annotation of the WindowsReadiness, which wakes the
+// reconciler without changing the spec (a patch: an update would rewrite
+// the defaulted durations in Go's form and bump the generation).
+func poke(key, value string) {
+	wr := getWR()
+	base := wr.DeepCopy()
+	if wr.Annotations == nil {
+		wr.Annotations = map[string]string{}
+	}
+	wr.Annotations[key] = value
+	Expect(k8s.Patch(ctx, wr, client.MergeFrom(base))).To(Succeed())
+}
+
 func getWR() *v1alpha1.WindowsReadiness {
 	wr := &v1alpha1.WindowsReadiness{}
 	Expect(k8s.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr)).To(Succeed())

@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +19,7 @@ import (
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/metrics"
+	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -232,7 +235,7 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		Eventually(func() string { return stepOf(v1alpha1.StepBGP)().Message }).Should(ContainSubstring("calico-node rollout"))
 
 		op.clock.Step(2 * time.Minute)
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Annotations = map[string]string{"test/poke": "1"} })
+		poke("test/poke", "1")
 		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonStepTimeout))
 		Expect(phaseOf()).To(Equal(v1alpha1.PhaseStalled))
 		Expect(getWR().Status.Message).To(And(ContainSubstring("step 3/6 (BGP)"), ContainSubstring("calico-node rollout"),
@@ -262,11 +265,50 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 
 		By("running again when asked to, once the path is open")
 		agents.Reset()
-		updateWR(func(wr *v1alpha1.WindowsReadiness) {
-			wr.Annotations = map[string]string{controllers.RerunPreflightAnnotation: "after-firewall-fix"}
-		})
+		poke(controllers.RerunPreflightAnnotation, "after-firewall-fix")
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
 		Expect(getWR().Status.Preflight.Probe.FailingPairs).To(BeZero())
+	})
+
+	It("runs the probe agents as a DaemonSet for the round only, and counts a silent node as missing", func() {
+		seed(calicosim.MainCluster())
+		agents.Silence("linux-2")
+		op = startOperator(nil, nil)
+		createWR()
+
+		ds := &appsv1.DaemonSet{}
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: preflight.ProbeName}, ds)
+		}).Should(Succeed(), "the agents start")
+		pod := ds.Spec.Template.Spec
+		Expect(pod.HostNetwork).To(BeTrue())
+		Expect(pod.NodeSelector).To(Equal(map[string]string{"kubernetes.io/os": "linux"}))
+		Expect(pod.Tolerations).To(ContainElement(HaveField("Operator", corev1.TolerationOpExists)))
+		sc := pod.Containers[0].SecurityContext
+		Expect(sc.Capabilities.Add).To(ConsistOf(corev1.Capability("NET_RAW")))
+		Expect(sc.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+		Expect(sc.Privileged).To(BeNil())
+		Expect(*sc.AllowPrivilegeEscalation).To(BeFalse())
+		Expect(*sc.ReadOnlyRootFilesystem).To(BeTrue())
+		Expect(pod.Containers[0].Args).To(Equal([]string{"probe", "--namespace=" + operatorNamespace}))
+		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
+
+		By("giving up on the silent node when the round's time is up")
+		op.clock.Step(2 * time.Minute)
+		poke("test/poke", "1")
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
+		probe := getWR().Status.Preflight.Probe
+		Expect(probe.MissingReports).To(BeEquivalentTo(1))
+		Expect(probe.FirstMissing).To(Equal([]string{"linux-2"}))
+		Expect(getWR().Status.Message).To(ContainSubstring("1 nodes did not report (linux-2)"))
+
+		By("removing the agents, the plan and the reports")
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: preflight.ProbeName}, &appsv1.DaemonSet{}))
+		}).Should(BeTrue())
+		reports := &corev1.ConfigMapList{}
+		Expect(k8s.List(ctx, reports, client.InNamespace(operatorNamespace), client.HasLabels{preflight.ReportLabel})).To(Succeed())
+		Expect(reports.Items).To(BeEmpty())
 	})
 
 	It("skips the network probe when the spec says so, and records the warning", func() {
@@ -296,6 +338,7 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 
 	It("finishes with the same end state, applying nothing twice, when the manager restarts at every point", func() {
 		seed(calicosim.MainCluster())
+		Expect(ipamConfig().Spec.StrictAffinity).To(BeFalse())
 		baseline := appliedWrites()
 		writes := metrics.NewWriteCounter(scheme)
 		op = startOperator(nil, writes)

@@ -67,7 +67,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=operator.tigera.io,resources=tigerastatuses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=projectcalico.org,resources=ipamconfigurations,verbs=get;create;patch;delete
 // +kubebuilder:rbac:groups=projectcalico.org,resources=ippools;felixconfigurations;bgpconfigurations,verbs=get
-// +kubebuilder:rbac:groups=projectcalico.org,resources=bgppeers,verbs=list
+// +kubebuilder:rbac:groups=projectcalico.org,resources=bgppeers;networkpolicies;globalnetworkpolicies;ipamblocks,verbs=list
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list
 // +kubebuilder:rbac:groups=apps,namespace=calico-system,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
 // +kubebuilder:rbac:groups=discovery.k8s.io,namespace=default,resources=endpointslices,verbs=list

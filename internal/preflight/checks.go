@@ -25,6 +25,9 @@ const (
 	CheckServiceAdverts = "ServiceAdvertisement"
 	CheckBlockSize      = "PodsPerWindowsNode"
 	CheckKubeDNS        = "KubeDNS"
+	CheckNodePolicies   = "PoliciesOnNodeAddresses"
+	CheckBorrowed       = "BorrowedAddresses"
+	CheckCalicoVersion  = "CalicoVersion"
 )
 
 // Windows VXLAN limits: HNS only uses UDP 4789 and VNIs from 4096.
@@ -49,6 +52,21 @@ type Inputs struct {
 	BGPPeers []string
 	// KubeDNS is true when Service kube-system/kube-dns exists.
 	KubeDNS bool
+	// Nodes are the nodes' addresses and VXLAN tunnel addresses.
+	Nodes []NodeAddresses
+	// PolicyCIDRs are the ipBlock and nets CIDRs of Kubernetes and Calico
+	// network policies, by "kind namespace/name".
+	PolicyCIDRs map[string][]string
+	// Borrowed counts, by node, the addresses its pods use from blocks
+	// affine to another node.
+	Borrowed map[string]int
+}
+
+// NodeAddresses are one node's InternalIP and Calico VXLAN tunnel address.
+type NodeAddresses struct {
+	Name       string
+	InternalIP netip.Addr
+	TunnelIP   netip.Addr
 }
 
 // Evaluate runs every check. It is pure, so each rule is table-tested.
@@ -58,7 +76,7 @@ func Evaluate(in Inputs, spec v1alpha1.PreflightSpec) []v1alpha1.PreflightCheck 
 	if in.CalicoAPIServed {
 		checks = append(checks, vxlanSettings(in), bgpPeers(in, spec), serviceAdverts(in, spec))
 	}
-	checks = append(checks, blockSize(in), kubeDNS(in))
+	checks = append(checks, blockSize(in), kubeDNS(in), nodePolicies(in), borrowed(in), calicoVersion(in))
 	return checks
 }
 
@@ -218,4 +236,79 @@ func kubeDNS(in Inputs) v1alpha1.PreflightCheck {
 	}
 	return result(CheckKubeDNS, v1alpha1.CheckWarn,
 		"Service kube-system/kube-dns is missing: the Tigera operator's Windows controller waits for it before rendering calico-node-windows")
+}
+
+// nodePolicies warns about policies that allow node addresses: once pools
+// use VXLAN everywhere, host-networked traffic from other nodes reaches pods
+// from the nodes' tunnel addresses instead.
+func nodePolicies(in Inputs) v1alpha1.PreflightCheck {
+	var matched []string
+	var tunnels []string
+	seenTunnel := map[netip.Addr]bool{}
+	names := make([]string, 0, len(in.PolicyCIDRs))
+	for name := range in.PolicyCIDRs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		for _, c := range in.PolicyCIDRs[name] {
+			prefix, err := netip.ParsePrefix(c)
+			if err != nil {
+				continue
+			}
+			hit := false
+			for _, n := range in.Nodes {
+				if prefix.Contains(n.InternalIP) {
+					hit = true
+					if n.TunnelIP.IsValid() && !prefix.Contains(n.TunnelIP) && !seenTunnel[n.TunnelIP] {
+						seenTunnel[n.TunnelIP] = true
+						tunnels = append(tunnels, n.TunnelIP.String()+"/32")
+					}
+				}
+			}
+			if hit {
+				matched = append(matched, fmt.Sprintf("%s (%s)", name, c))
+			}
+		}
+	}
+	if len(matched) == 0 {
+		return result(CheckNodePolicies, v1alpha1.CheckPass, "no network policy allows node addresses")
+	}
+	msg := fmt.Sprintf("%s allow node addresses; with VXLAN everywhere, host-networked traffic from other nodes comes from their tunnel addresses", boundedList(matched))
+	if len(tunnels) > 0 {
+		msg += ": add " + boundedList(tunnels)
+	}
+	return result(CheckNodePolicies, v1alpha1.CheckWarn, "%s", msg)
+}
+
+func borrowed(in Inputs) v1alpha1.PreflightCheck {
+	if len(in.Borrowed) == 0 {
+		return result(CheckBorrowed, v1alpha1.CheckPass, "no node uses addresses from another node's block")
+	}
+	nodes := make([]string, 0, len(in.Borrowed))
+	total := 0
+	for n, count := range in.Borrowed {
+		nodes = append(nodes, fmt.Sprintf("%s (%d)", n, count))
+		total += count
+	}
+	slices.Sort(nodes)
+	return result(CheckBorrowed, v1alpha1.CheckWarn,
+		"%d addresses are borrowed from other nodes' blocks, on %s: strictAffinity stops new borrowing only; restart those pods to release them",
+		total, boundedList(nodes))
+}
+
+func calicoVersion(in Inputs) v1alpha1.PreflightCheck {
+	if in.Installation == nil || in.Installation.Status.CalicoVersion == "" {
+		return result(CheckCalicoVersion, v1alpha1.CheckInfo, "the Installation does not report a Calico version yet")
+	}
+	return result(CheckCalicoVersion, v1alpha1.CheckInfo, "Calico %s (%s)", in.Installation.Status.CalicoVersion, in.Installation.Status.Variant)
+}
+
+// boundedList joins at most ten items and says how many more there are.
+func boundedList(items []string) string {
+	const most = 10
+	if len(items) <= most {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:most], ", ") + fmt.Sprintf(" and %d more", len(items)-most)
 }

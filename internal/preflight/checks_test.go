@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -69,6 +70,29 @@ func TestEvaluate(t *testing.T) {
 		}, v1alpha1.PreflightSpec{}, CheckServiceAdverts, v1alpha1.CheckFail, "serviceLoadBalancerIPs"},
 		{"block size gives pods per Windows node", healthy, v1alpha1.PreflightSpec{}, CheckBlockSize, v1alpha1.CheckInfo,
 			"blockSize 26 gives 60 pods per Windows node"},
+		{"a policy allowing node addresses warns with the tunnel addresses to add", func() Inputs {
+			in := healthy()
+			in.Nodes = []NodeAddresses{
+				{Name: "linux-0", InternalIP: netip.MustParseAddr("10.0.0.11"), TunnelIP: netip.MustParseAddr("172.20.1.0")},
+				{Name: "linux-1", InternalIP: netip.MustParseAddr("10.0.0.12"), TunnelIP: netip.MustParseAddr("172.20.2.0")},
+			}
+			in.PolicyCIDRs = map[string][]string{"NetworkPolicy monitoring/allow-nodes": {"10.0.0.0/24"}, "NetworkPolicy a/b": {"192.0.2.0/24"}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckNodePolicies, v1alpha1.CheckWarn,
+			"NetworkPolicy monitoring/allow-nodes (10.0.0.0/24) allow node addresses; with VXLAN everywhere, host-networked traffic from other nodes comes from their tunnel addresses: add 172.20.1.0/32, 172.20.2.0/32"},
+		{"policies on other addresses pass", func() Inputs {
+			in := healthy()
+			in.Nodes = []NodeAddresses{{Name: "linux-0", InternalIP: netip.MustParseAddr("10.0.0.11")}}
+			in.PolicyCIDRs = map[string][]string{"NetworkPolicy a/b": {"192.0.2.0/24"}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckNodePolicies, v1alpha1.CheckPass, "no network policy"},
+		{"borrowed addresses warn", func() Inputs { in := healthy(); in.Borrowed = map[string]int{"linux-2": 3}; return in },
+			v1alpha1.PreflightSpec{}, CheckBorrowed, v1alpha1.CheckWarn, "3 addresses are borrowed from other nodes' blocks, on linux-2 (3)"},
+		{"the Calico version is reported", func() Inputs {
+			in := healthy()
+			in.Installation.Status.CalicoVersion, in.Installation.Status.Variant = "v3.32.0", operatorv1.Calico
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckCalicoVersion, v1alpha1.CheckInfo, "Calico v3.32.0 (Calico)"},
 		{"missing kube-dns warns", func() Inputs { in := healthy(); in.KubeDNS = false; return in },
 			v1alpha1.PreflightSpec{}, CheckKubeDNS, v1alpha1.CheckWarn, "kube-system/kube-dns is missing"},
 	}

@@ -3,10 +3,13 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"net/netip"
+	"strings"
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +48,9 @@ func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.
 		return in, err
 	}
 	in.CalicoAPIServed = served
+	if in.Nodes, err = listNodeAddresses(ctx, r); err != nil {
+		return in, err
+	}
 	if err := getOptional(ctx, r, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, &corev1.Service{}, &in.KubeDNS); err != nil {
 		return in, err
 	}
@@ -66,6 +72,12 @@ func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.
 	if found {
 		in.BGPConfig = bgp
 	}
+	if err := gatherPolicies(ctx, r, &in); err != nil {
+		return in, err
+	}
+	if err := gatherBorrowed(ctx, r, &in); err != nil {
+		return in, err
+	}
 	peers := &calicov3.BGPPeerList{}
 	if err := r.List(ctx, peers); err != nil {
 		return in, fmt.Errorf("listing bgppeers: %w", err)
@@ -81,6 +93,144 @@ func getOptional(ctx context.Context, r client.Reader, key client.ObjectKey, obj
 	*found = err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("reading %T %s: %w", obj, key, err)
+	}
+	return nil
+}
+
+// tunnelAnnotation is where Calico records a node's VXLAN tunnel address.
+const tunnelAnnotation = "projectcalico.org/IPv4VXLANTunnelAddr"
+
+// listPages lists a kind a page at a time, handing each page to visit.
+func listPages(ctx context.Context, r client.Reader, list client.ObjectList, visit func() error, opts ...client.ListOption) error {
+	for cont := ""; ; {
+		if err := r.List(ctx, list, append(opts, client.Limit(500), client.Continue(cont))...); err != nil {
+			return err
+		}
+		if err := visit(); err != nil {
+			return err
+		}
+		if cont = list.GetContinue(); cont == "" {
+			return nil
+		}
+	}
+}
+
+func listNodeAddresses(ctx context.Context, r client.Reader) ([]NodeAddresses, error) {
+	var out []NodeAddresses
+	list := &corev1.NodeList{}
+	err := listPages(ctx, r, list, func() error {
+		for _, n := range list.Items {
+			na := NodeAddresses{Name: n.Name}
+			for _, a := range n.Status.Addresses {
+				if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP && ip.Is4() {
+					na.InternalIP = ip
+					break
+				}
+			}
+			na.TunnelIP, _ = netip.ParseAddr(n.Annotations[tunnelAnnotation])
+			if na.InternalIP.IsValid() {
+				out = append(out, na)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	return out, nil
+}
+
+func gatherPolicies(ctx context.Context, r client.Reader, in *Inputs) error {
+	in.PolicyCIDRs = map[string][]string{}
+	k8s := &networkingv1.NetworkPolicyList{}
+	if err := listPages(ctx, r, k8s, func() error {
+		for _, p := range k8s.Items {
+			var cidrs []string
+			for _, rule := range p.Spec.Ingress {
+				for _, peer := range rule.From {
+					if peer.IPBlock != nil {
+						cidrs = append(cidrs, peer.IPBlock.CIDR)
+					}
+				}
+			}
+			for _, rule := range p.Spec.Egress {
+				for _, peer := range rule.To {
+					if peer.IPBlock != nil {
+						cidrs = append(cidrs, peer.IPBlock.CIDR)
+					}
+				}
+			}
+			if len(cidrs) > 0 {
+				in.PolicyCIDRs["NetworkPolicy "+p.Namespace+"/"+p.Name] = cidrs
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("listing networkpolicies: %w", err)
+	}
+	calicoNP := &calicov3.NetworkPolicyList{}
+	if err := listPages(ctx, r, calicoNP, func() error {
+		for _, p := range calicoNP.Items {
+			if cidrs := ruleNets(p.Spec.Ingress, p.Spec.Egress); len(cidrs) > 0 {
+				in.PolicyCIDRs["Calico NetworkPolicy "+p.Namespace+"/"+p.Name] = cidrs
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("listing calico networkpolicies: %w", err)
+	}
+	global := &calicov3.GlobalNetworkPolicyList{}
+	if err := listPages(ctx, r, global, func() error {
+		for _, p := range global.Items {
+			if cidrs := ruleNets(p.Spec.Ingress, p.Spec.Egress); len(cidrs) > 0 {
+				in.PolicyCIDRs["GlobalNetworkPolicy "+p.Name] = cidrs
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("listing globalnetworkpolicies: %w", err)
+	}
+	return nil
+}
+
+// ruleNets are the source nets of ingress rules and destination nets of
+// egress rules: the sides where a node address would be the peer.
+func ruleNets(ingress, egress []calicov3.Rule) []string {
+	var cidrs []string
+	for _, rule := range ingress {
+		cidrs = append(cidrs, rule.Source.Nets...)
+	}
+	for _, rule := range egress {
+		cidrs = append(cidrs, rule.Destination.Nets...)
+	}
+	return cidrs
+}
+
+func gatherBorrowed(ctx context.Context, r client.Reader, in *Inputs) error {
+	in.Borrowed = map[string]int{}
+	blocks := &calicov3.IPAMBlockList{}
+	err := listPages(ctx, r, blocks, func() error {
+		for _, b := range blocks.Items {
+			if b.Spec.Affinity == nil {
+				continue
+			}
+			host, ok := strings.CutPrefix(*b.Spec.Affinity, "host:")
+			if !ok {
+				continue
+			}
+			for _, idx := range b.Spec.Allocations {
+				if idx == nil || *idx < 0 || *idx >= len(b.Spec.Attributes) {
+					continue
+				}
+				if node := b.Spec.Attributes[*idx].ActiveOwnerAttrs["node"]; node != "" && node != host {
+					in.Borrowed[node]++
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("listing ipamblocks: %w", err)
 	}
 	return nil
 }

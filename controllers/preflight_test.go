@@ -1,0 +1,102 @@
+package controllers_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/test/calicosim"
+)
+
+var _ = Describe("The preflight on seeded Calico objects", func() {
+	var op *operator
+
+	BeforeEach(func() {
+		Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+		op = startOperator(nil, nil)
+	})
+
+	AfterEach(func() {
+		op.stop()
+		deleteWR()
+		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
+	})
+
+	check := func(name string) func() v1alpha1.PreflightCheck {
+		return func() v1alpha1.PreflightCheck {
+			if pf := getWR().Status.Preflight; pf != nil {
+				for _, c := range pf.Checks {
+					if c.Name == name {
+						return c
+					}
+				}
+			}
+			return v1alpha1.PreflightCheck{}
+		}
+	}
+
+	DescribeTable("reports each check with the fix",
+		func(objects func() []client.Object, acknowledge []v1alpha1.Acknowledgement, name string, result v1alpha1.CheckResult, message string) {
+			for _, obj := range objects() {
+				Expect(k8s.Create(ctx, obj)).To(Succeed())
+				DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
+			}
+			// Paused: the preflight runs, the migration does not.
+			createWR(func(wr *v1alpha1.WindowsReadiness) {
+				wr.Spec.Paused = true
+				wr.Spec.Preflight.Acknowledge = acknowledge
+			})
+			Eventually(check(name)).Should(And(HaveField("Result", result), HaveField("Message", ContainSubstring(message))))
+			if result == v1alpha1.CheckFail {
+				Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+				Expect(getWR().Status.Originals).To(BeNil(), "a failed preflight changes nothing")
+			} else {
+				Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+			}
+		},
+		Entry("a BGPPeer fails", func() []client.Object {
+			return []client.Object{&calicov3.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "tor-a"},
+				Spec: calicov3.BGPPeerSpec{PeerIP: "10.0.0.1", ASNumber: 64512}}}
+		}, nil, preflight.CheckBGPPeers, v1alpha1.CheckFail, "ends the sessions of BGPPeers tor-a"),
+		Entry("an acknowledged BGPPeer warns", func() []client.Object {
+			return []client.Object{&calicov3.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "tor-a"},
+				Spec: calicov3.BGPPeerSpec{PeerIP: "10.0.0.1", ASNumber: 64512}}}
+		}, []v1alpha1.Acknowledgement{v1alpha1.AcknowledgeBGPPeers}, preflight.CheckBGPPeers, v1alpha1.CheckWarn, "acknowledged"),
+		Entry("service advertisement fails", func() []client.Object {
+			return []client.Object{&calicov3.BGPConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+				Spec: calicov3.BGPConfigurationSpec{ServiceClusterIPs: []calicov3.ServiceClusterIPBlock{{CIDR: "10.96.0.0/12"}}}}}
+		}, nil, preflight.CheckServiceAdverts, v1alpha1.CheckFail, "advertises serviceClusterIPs"),
+		Entry("a VXLAN port other than 4789 fails", func() []client.Object {
+			return []client.Object{&calicov3.FelixConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "default"},
+				Spec: calicov3.FelixConfigurationSpec{VXLANPort: ptr.To(8472)}}}
+		}, nil, preflight.CheckVXLANSettings, v1alpha1.CheckFail, "vxlanPort 8472"),
+		Entry("a network policy allowing node addresses warns", func() []client.Object {
+			return []client.Object{&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "allow-nodes"},
+				Spec: networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{
+					From: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/24"}}}}}}}}
+		}, nil, preflight.CheckNodePolicies, v1alpha1.CheckWarn, "NetworkPolicy default/allow-nodes (10.0.0.0/24)"),
+		Entry("a Calico global policy allowing node addresses warns", func() []client.Object {
+			return []client.Object{&calicov3.GlobalNetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "allow-nodes"},
+				Spec: calicov3.GlobalNetworkPolicySpec{Ingress: []calicov3.Rule{{Action: calicov3.Allow,
+					Source: calicov3.EntityRule{Nets: []string{"10.0.0.12/32"}}}}}}}
+		}, nil, preflight.CheckNodePolicies, v1alpha1.CheckWarn, "GlobalNetworkPolicy allow-nodes (10.0.0.12/32)"),
+		Entry("a borrowed address warns", func() []client.Object {
+			return []client.Object{&calicov3.IPAMBlock{ObjectMeta: metav1.ObjectMeta{Name: "172-20-0-0-26"},
+				Spec: calicov3.IPAMBlockSpec{CIDR: "172.20.0.0/26", Affinity: ptr.To("host:linux-0"),
+					Allocations: append([]*int{ptr.To(0)}, make([]*int, 63)...), Unallocated: []int{},
+					Attributes: []calicov3.AllocationAttribute{{HandleID: ptr.To("k8s-pod-network.x"),
+						ActiveOwnerAttrs: map[string]string{"node": "linux-1", "namespace": "default", "pod": "web"}}}}}}
+		}, nil, preflight.CheckBorrowed, v1alpha1.CheckWarn, "on linux-1 (1)"),
+		Entry("the usual cluster passes the IP-in-IP check", func() []client.Object { return nil },
+			nil, preflight.CheckIPIPPools, v1alpha1.CheckPass, "no pool uses IP-in-IP"),
+		Entry("block size gives pods per Windows node", func() []client.Object { return nil },
+			nil, preflight.CheckBlockSize, v1alpha1.CheckInfo, "blockSize 26 gives 60 pods per Windows node"),
+	)
+})
