@@ -13,6 +13,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/internal/phase"
 )
 
@@ -183,6 +184,7 @@ func (p *pass) finishStep(name v1alpha1.StepName, dir v1alpha1.Direction) {
 	step.Message = "already in place"
 	if step.Changed {
 		step.Message = "changed and applied by Calico"
+		metrics.ObserveStep(name, dir, step.FinishedAt.Sub(step.StartedAt.Time))
 	}
 	p.event(corev1.EventTypeNormal, "StepFinished", string(name), "%s %s: %s", stateVerb(dir), name, step.Message)
 }

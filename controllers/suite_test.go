@@ -115,26 +115,50 @@ func ctrlConfig() config.Controller {
 	return config.Controller{SkipNameValidation: ptr.To(true)}
 }
 
-// startOperator starts winready's manager; stop it with stop(). Counts and
-// the clock can be carried over from a previous run to model a restart.
+// operatorOptions vary a run of winready's manager.
+type operatorOptions struct {
+	// restCfg defaults to the suite's API server as an admin.
+	restCfg *rest.Config
+	// clock and writes carry over from a previous run to model a restart.
+	clock  *clocktesting.FakeClock
+	writes *metrics.WriteCounter
+	// metricsAddr serves the metrics endpoint; empty disables it.
+	metricsAddr string
+}
+
+// startOperator starts winready's manager; stop it with stop().
 func startOperator(clock *clocktesting.FakeClock, writes *metrics.WriteCounter) *operator {
-	return startOperatorOn(cfg, clock, writes)
+	return startOperatorWith(operatorOptions{clock: clock, writes: writes})
 }
 
 // startOperatorOn starts winready's manager against the API server of restCfg.
 func startOperatorOn(restCfg *rest.Config, clock *clocktesting.FakeClock, writes *metrics.WriteCounter) *operator {
+	return startOperatorWith(operatorOptions{restCfg: restCfg, clock: clock, writes: writes})
+}
+
+// startOperatorWith starts winready's manager wired as main.go wires it,
+// with a fake clock and a count of every write it makes.
+func startOperatorWith(o operatorOptions) *operator {
+	restCfg, clock, writes := o.restCfg, o.clock, o.writes
+	if restCfg == nil {
+		restCfg = cfg
+	}
 	if clock == nil {
 		clock = clocktesting.NewFakeClock(time.Now())
 	}
 	if writes == nil {
 		writes = metrics.NewWriteCounter(scheme)
 	}
+	metricsAddr := o.metricsAddr
+	if metricsAddr == "" {
+		metricsAddr = "0"
+	}
 	opCfg := rest.CopyConfig(restCfg)
 	opCfg.UserAgent = operatorUserAgent
 	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controllers.CacheOptions(operatorNamespace),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlConfig(),
 	})

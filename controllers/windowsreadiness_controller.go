@@ -28,6 +28,7 @@ import (
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/gate"
+	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/internal/preflight"
 )
 
@@ -106,6 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		err, result = nil, ctrl.Result{RequeueAfter: r.guardRetry()}
 	}
 	wr.Status.Phase = conditions.Phase(wr)
+	metrics.RecordStatus(wr)
 	if perr := p.persist(ctx); perr != nil {
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
@@ -177,12 +179,14 @@ func (p *pass) set(typ string, status metav1.ConditionStatus, reason, message st
 }
 
 // stall records that a person is needed: nothing more happens until the spec
-// or a watched object changes.
+// or a watched object changes. The generation counts as acted on, so that
+// kstatus reads the object as Failed rather than still in progress.
 func (p *pass) stall(reason, message string) {
 	p.set(conditions.Stalled, metav1.ConditionTrue, reason, message)
 	p.set(conditions.Reconciling, metav1.ConditionFalse, reason, message)
 	p.set(conditions.Ready, metav1.ConditionFalse, reason, message)
 	p.wr.Status.Message = message
+	p.wr.Status.ObservedGeneration = p.wr.Generation
 }
 
 // progress records that work is under way.

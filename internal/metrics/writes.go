@@ -24,7 +24,9 @@ var registerOnce sync.Once
 // Register adds winready's metrics to controller-runtime's registry, which
 // the manager serves.
 func Register() {
-	registerOnce.Do(func() { crmetrics.Registry.MustRegister(apiWrites) })
+	registerOnce.Do(func() {
+		crmetrics.Registry.MustRegister(apiWrites, phase, stepDuration, probeFailingPairs, blocked)
+	})
 }
 
 // WriteCounter counts the writes made through a CountingClient.

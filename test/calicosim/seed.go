@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -267,15 +268,23 @@ func finishRollout(ctx context.Context, c client.Client, ds *appsv1.DaemonSet, n
 			n++
 		}
 	}
-	ds.Status = appsv1.DaemonSetStatus{
-		ObservedGeneration:     ds.Generation,
-		DesiredNumberScheduled: n,
-		CurrentNumberScheduled: n,
-		UpdatedNumberScheduled: n,
-		NumberReady:            n,
-		NumberAvailable:        n,
-	}
-	if err := c.Status().Update(ctx, ds); err != nil {
+	// A running simulator may write the status of the new DaemonSet at the
+	// same time: write it again on the latest version until one sticks.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ds), ds); err != nil {
+			return err
+		}
+		ds.Status = appsv1.DaemonSetStatus{
+			ObservedGeneration:     ds.Generation,
+			DesiredNumberScheduled: n,
+			CurrentNumberScheduled: n,
+			UpdatedNumberScheduled: n,
+			NumberReady:            n,
+			NumberAvailable:        n,
+		}
+		return c.Status().Update(ctx, ds)
+	})
+	if err != nil {
 		return fmt.Errorf("writing status of DaemonSet %s: %w", ds.Name, err)
 	}
 	return nil

@@ -1,0 +1,264 @@
+package controllers_test
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/test/calicosim"
+)
+
+// kstatusOf is what Flux and Argo CD's kstatus library make of the object.
+func kstatusOf() status.Status {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(getWR())
+	Expect(err).NotTo(HaveOccurred())
+	res, err := status.Compute(&unstructured.Unstructured{Object: obj})
+	Expect(err).NotTo(HaveOccurred())
+	return res.Status
+}
+
+// install is config/default as kustomize builds it.
+func install() []*unstructured.Unstructured {
+	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "../config/default")
+	Expect(err).NotTo(HaveOccurred())
+	out, err := resMap.AsYaml()
+	Expect(err).NotTo(HaveOccurred())
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err == io.EOF {
+			return objs
+		} else {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		objs = append(objs, u)
+	}
+}
+
+func ensureNamespace(name string) {
+	err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if !apierrors.IsAlreadyExists(err) {
+		Expect(err).NotTo(HaveOccurred())
+	}
+}
+
+const managerSA = "system:serviceaccount:winready-system:winready-manager"
+
+func allowed(user string, attrs authorizationv1.ResourceAttributes) bool {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:winready-system"},
+		ResourceAttributes: &attrs,
+	}}
+	Expect(k8s.Create(ctx, sar)).To(Succeed())
+	return sar.Status.Allowed
+}
+
+var _ = Describe("Operating winready", func() {
+	var op *operator
+
+	AfterEach(func() {
+		if op != nil {
+			op.stop()
+			op = nil
+		}
+		deleteWR()
+		sim.ReleaseRollouts()
+		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
+	})
+
+	It("reads as InProgress while migrating, Current when Ready and Failed when Stalled to kstatus", func() {
+		Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+		Expect(kstatusOf()).To(Equal(status.InProgressStatus), "paused")
+
+		sim.HoldRollouts()
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		Eventually(func() string { return stepOf(v1alpha1.StepBGP)().Message }).Should(ContainSubstring("rollout"))
+		Expect(phaseOf()).To(Equal(v1alpha1.PhaseMigrating))
+		Expect(kstatusOf()).To(Equal(status.InProgressStatus), "migrating")
+
+		sim.ReleaseRollouts()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(kstatusOf()).To(Equal(status.CurrentStatus), "ready")
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(kstatusOf).Should(Equal(status.InProgressStatus), "rolling back")
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(kstatusOf()).To(Equal(status.CurrentStatus), "rolled back")
+
+		By("a stall")
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.WindowsNodeGate = v1alpha1.GateDisabled })
+		Eventually(func() error { return k8s.Create(ctx, windowsNode("win-1")) }).Should(Succeed())
+		DeferCleanup(deleteNode, "win-1")
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseStalled))
+		Expect(kstatusOf()).To(Equal(status.FailedStatus), "stalled")
+	})
+
+	It("serves the phase, step durations, failing pairs and a blocked gauge on the metrics endpoint", func() {
+		cl := calicosim.MainCluster()
+		Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		addr := l.Addr().String()
+		Expect(l.Close()).To(Succeed())
+		op = startOperatorWith(operatorOptions{metricsAddr: addr})
+		scrape := func() string {
+			resp, err := http.Get("http://" + addr + "/metrics")
+			if err != nil {
+				return err.Error()
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return string(b)
+		}
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(scrape).Should(And(
+			ContainSubstring(`winready_phase{phase="Ready"} 1`),
+			ContainSubstring(`winready_phase{phase="Migrating"} 0`),
+			MatchRegexp(`winready_step_duration_seconds_count\{direction="Migrate",step="BGP"\} [1-9]`),
+			ContainSubstring(`winready_api_writes_total{kind="Installation",verb="patch"}`),
+			ContainSubstring(`winready_preflight_failing_pairs 0`),
+		))
+		Expect(scrape()).NotTo(ContainSubstring(`winready_blocked{`))
+
+		By("a blocked migration")
+		deleteWR()
+		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
+		cl.Pools[0].Encapsulation = operatorv1.EncapsulationIPIP
+		Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
+		createWR()
+		Eventually(scrape).Should(ContainSubstring(`winready_blocked{reason="PreflightFailed"} 1`))
+	})
+
+	It("installs with kustomize, and its RBAC allows exactly what the reconciler does", func() {
+		for _, ns := range []string{"calico-system", "tigera-operator", "kube-public"} {
+			ensureNamespace(ns)
+		}
+		for _, obj := range install() {
+			if obj.GetKind() == "CustomResourceDefinition" {
+				continue // installed by envtest from the same file
+			}
+			err := k8s.Create(ctx, obj)
+			if !apierrors.IsAlreadyExists(err) {
+				Expect(err).NotTo(HaveOccurred(), "%s %s", obj.GetKind(), obj.GetName())
+			}
+		}
+		type access struct {
+			ns, verb, group, resource, sub, name string
+		}
+		can := []access{
+			{"", "patch", "operator.tigera.io", "installations", "", ""},
+			{"", "watch", "operator.tigera.io", "tigerastatuses", "", ""},
+			{"", "create", "projectcalico.org", "ipamconfigurations", "", ""},
+			{"", "delete", "projectcalico.org", "ipamconfigurations", "", ""},
+			{"", "get", "projectcalico.org", "ippools", "", ""},
+			{"", "list", "projectcalico.org", "bgppeers", "", ""},
+			{"", "list", "", "nodes", "", ""},
+			{"", "patch", "winready.io", "windowsreadinesses", "status", ""},
+			{"", "create", "admissionregistration.k8s.io", "validatingadmissionpolicies", "", ""},
+			{"tigera-operator", "create", "", "configmaps", "", ""},
+			{"tigera-operator", "delete", "", "configmaps", "", ""},
+			{"calico-system", "watch", "apps", "daemonsets", "", ""},
+			{"winready-system", "create", "apps", "daemonsets", "", ""},
+			{"winready-system", "deletecollection", "", "configmaps", "", ""},
+			{"winready-system", "update", "coordination.k8s.io", "leases", "", ""},
+			{"kube-system", "get", "", "configmaps", "", "kubeadm-config"},
+			{"kube-public", "get", "", "configmaps", "", "cluster-info"},
+			{"default", "create", "events.k8s.io", "events", "", ""},
+		}
+		cannot := []access{
+			{"", "list", "", "secrets", "", ""},
+			{"winready-system", "get", "", "secrets", "", ""},
+			{"tigera-operator", "get", "", "secrets", "", ""},
+			{"", "delete", "operator.tigera.io", "installations", "", ""},
+			{"", "update", "operator.tigera.io", "installations", "", ""},
+			{"", "patch", "projectcalico.org", "ippools", "", ""},
+			{"", "patch", "", "nodes", "", ""},
+			{"", "update", "winready.io", "windowsreadinesses", "", ""},
+			{"calico-system", "create", "apps", "daemonsets", "", ""},
+			{"kube-system", "get", "", "configmaps", "", "coredns"},
+			{"kube-system", "create", "", "configmaps", "", ""},
+			{"default", "list", "", "configmaps", "", ""},
+		}
+		attrs := func(a access) authorizationv1.ResourceAttributes {
+			return authorizationv1.ResourceAttributes{Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub, Name: a.name}
+		}
+		for _, a := range can {
+			Expect(allowed(managerSA, attrs(a))).To(BeTrue(), "the manager may %+v", a)
+		}
+		for _, a := range cannot {
+			Expect(allowed(managerSA, attrs(a))).To(BeFalse(), "the manager may not %+v", a)
+		}
+		probeSA := "system:serviceaccount:winready-system:winready-probe"
+		Expect(allowed(probeSA, authorizationv1.ResourceAttributes{Namespace: "winready-system", Verb: "get", Resource: "configmaps", Name: preflight.ProbeName})).To(BeTrue())
+		Expect(allowed(probeSA, authorizationv1.ResourceAttributes{Namespace: "winready-system", Verb: "create", Resource: "configmaps"})).To(BeTrue())
+		Expect(allowed(probeSA, authorizationv1.ResourceAttributes{Namespace: "winready-system", Verb: "get", Resource: "configmaps", Name: "other"})).To(BeFalse())
+		Expect(allowed(probeSA, authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"})).To(BeFalse())
+
+		By("running one full migration as the manager's ServiceAccount")
+		Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+		asSA := rest.CopyConfig(cfg)
+		asSA.Impersonate = rest.ImpersonationConfig{UserName: managerSA, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:winready-system"}}
+		op = startOperatorWith(operatorOptions{restCfg: asSA})
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+	})
+
+	It("runs the manager under the restricted Pod Security Standard, and the probe agents only where privileged is allowed", func() {
+		for _, level := range []string{"restricted", "privileged"} {
+			ensure := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pss-" + level,
+				Labels: map[string]string{"pod-security.kubernetes.io/enforce": level}}}
+			if err := k8s.Create(ctx, ensure); !apierrors.IsAlreadyExists(err) {
+				Expect(err).NotTo(HaveOccurred())
+			}
+		}
+		var manager *appsv1.Deployment
+		for _, obj := range install() {
+			if obj.GetKind() == "Deployment" {
+				manager = &appsv1.Deployment{}
+				Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, manager)).To(Succeed())
+			}
+		}
+		Expect(manager).NotTo(BeNil())
+		podIn := func(ns string, spec corev1.PodSpec) *corev1.Pod {
+			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pss-check"}, Spec: spec}
+		}
+		Expect(k8s.Create(ctx, podIn("pss-restricted", manager.Spec.Template.Spec), client.DryRunAll)).To(Succeed(),
+			"the manager meets restricted")
+
+		agents := preflight.AgentDaemonSet(preflight.RoundConfig{Namespace: operatorNamespace, Image: "winready:dev"}, "r", nil)
+		err := k8s.Create(ctx, podIn("pss-restricted", agents.Spec.Template.Spec), client.DryRunAll)
+		Expect(err).To(HaveOccurred(), "the agents need exceptions")
+		for _, exception := range []string{"host namespaces", "NET_RAW", "runAsNonRoot"} {
+			Expect(err.Error()).To(ContainSubstring(exception))
+		}
+		Expect(strings.Count(err.Error(), "privileged")).To(BeZero(), "no privileged container")
+		Expect(k8s.Create(ctx, podIn("pss-privileged", agents.Spec.Template.Spec), client.DryRunAll)).To(Succeed())
+	})
+})
