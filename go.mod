@@ -8,6 +8,7 @@ require (
 	github.com/projectcalico/api v0.0.0-20260303210141-543421943355
 	github.com/prometheus/client_golang v1.24.0
 	github.com/tigera/operator/api v0.0.0-20260615132847-f444e3b593ce
+	github.com/yuin/gopher-lua v1.1.2
 	go.uber.org/zap v1.27.1
 	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.48.0

@@ -16,10 +16,13 @@ import (
 
 const operatorUserAgent = "winready-under-test"
 
-// auditPolicy records every write at Metadata level, once, when it completes.
+// auditPolicy records every write at Metadata level when it is received and
+// when it completes. A request whose client went away mid-flight (a manager
+// stopped by the restart tests) may never log its completion, though the
+// server applied it: such a request counts as a write.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
+omitStages: ["ResponseStarted"]
 rules:
 - level: Metadata
   verbs: ["create", "update", "patch", "delete"]
@@ -41,6 +44,8 @@ func enableAudit(env *envtest.Environment, dir string) string {
 var auditLog string
 
 type auditEvent struct {
+	AuditID   string `json:"auditID"`
+	Stage     string `json:"stage"`
 	Verb      string `json:"verb"`
 	UserAgent string `json:"userAgent"`
 	ObjectRef struct {
@@ -60,21 +65,39 @@ func appliedWrites() map[string]int {
 	f, err := os.Open(auditLog)
 	Expect(err).NotTo(HaveOccurred())
 	defer f.Close()
-	counts := map[string]int{}
+	received := map[string]string{} // auditID to key, in order of arrival
+	var order []string
+	failed := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var ev auditEvent
-		Expect(json.Unmarshal(sc.Bytes(), &ev)).To(Succeed())
-		if !strings.HasPrefix(ev.UserAgent, operatorUserAgent) || ev.ResponseStatus.Code >= 300 ||
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue // a line still being written
+		}
+		if !strings.HasPrefix(ev.UserAgent, operatorUserAgent) ||
 			ev.ObjectRef.Resource == "windowsreadinesses" || ev.ObjectRef.Resource == "events" || ev.ObjectRef.Resource == "leases" {
 			continue
 		}
-		key := ev.ObjectRef.Resource + " " + ev.Verb
-		if ev.ObjectRef.Namespace != "" {
-			key = ev.ObjectRef.Resource + " " + ev.ObjectRef.Namespace + " " + ev.Verb
+		switch ev.Stage {
+		case "RequestReceived":
+			key := ev.ObjectRef.Resource + " " + ev.Verb
+			if ev.ObjectRef.Namespace != "" {
+				key = ev.ObjectRef.Resource + " " + ev.ObjectRef.Namespace + " " + ev.Verb
+			}
+			received[ev.AuditID] = key
+			order = append(order, ev.AuditID)
+		case "ResponseComplete", "Panic":
+			if ev.ResponseStatus.Code >= 300 || ev.Stage == "Panic" {
+				failed[ev.AuditID] = true
+			}
 		}
-		counts[key]++
+	}
+	counts := map[string]int{}
+	for _, id := range order {
+		if !failed[id] {
+			counts[received[id]]++
+		}
 	}
 	Expect(sc.Err()).NotTo(HaveOccurred())
 	return counts

@@ -21,6 +21,9 @@ import (
 	"github.com/winready/winready/internal/preflight"
 )
 
+// FieldOwner is winready's field manager name in managedFields.
+const FieldOwner = "winready"
+
 // NewScheme registers winready's API and every type the reconciler reads.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()

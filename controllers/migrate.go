@@ -29,11 +29,15 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 		if ok, err := p.preflight(ctx, inst); err != nil || !ok {
 			return ctrl.Result{RequeueAfter: p.r.preflightRetry()}, err
 		}
+		if p.wr.Spec.DryRun {
+			return ctrl.Result{}, p.dryRun(ctx, inst, steps)
+		}
 		if ok, result, err := p.probeNetwork(ctx); err != nil || !ok {
 			return result, err
 		}
 		p.preflightPassed()
 	}
+	p.wr.Status.Plan = nil
 	if ok, err := p.resolveTargets(ctx, inst); err != nil || !ok {
 		return ctrl.Result{}, err
 	}
@@ -72,11 +76,56 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 }
 
 // migrationBlocked says why the next change may not be made now.
-func (p *pass) migrationBlocked(ctx context.Context) (string, string, error) {
+func (p *pass) migrationBlocked(ctx context.Context, step v1alpha1.StepName) (string, string, error) {
 	if p.wr.Spec.Paused {
 		return conditions.ReasonPaused, "paused before the next change; set spec.paused: false to continue", nil
 	}
+	if reason, why := p.awaitingApproval(step); reason != "" {
+		return reason, why, nil
+	}
 	return p.calicoBlocked(ctx)
+}
+
+// disruptive are the steps that move traffic: pools change encapsulation,
+// calico-node restarts on every node.
+var disruptive = map[v1alpha1.StepName]string{
+	v1alpha1.StepEncapsulation:    "pod traffic between nodes moves to VXLAN everywhere",
+	v1alpha1.StepBGP:              "calico-node restarts on every node and BGP sessions end",
+	v1alpha1.StepServicesEndpoint: "calico-node restarts on every node",
+}
+
+// awaitingApproval says whether a disruptive step waits for a person.
+func (p *pass) awaitingApproval(step v1alpha1.StepName) (string, string) {
+	what, ok := disruptive[step]
+	if !ok || !p.wr.Spec.RequireApproval || slices.Contains(p.wr.Spec.ApprovedSteps, step) {
+		return "", ""
+	}
+	return conditions.ReasonAwaitingApproval, fmt.Sprintf("waiting for approval (%s): add %s to spec.approvedSteps to go on", what, step)
+}
+
+// dryRun computes every change the migration would make from the cluster as
+// it is, and changes nothing.
+func (p *pass) dryRun(ctx context.Context, inst *operatorv1.Installation, steps []phase.Step) error {
+	if ok, err := p.resolveTargets(ctx, inst); err != nil || !ok {
+		return err
+	}
+	s := &phase.Scope{Client: p.r.Client, Reader: p.r.APIReader, Installation: inst, Targets: targetsOf(p.wr.Status.Targets)}
+	var plan []v1alpha1.PlannedChange
+	for _, step := range steps {
+		changes, err := step.Plan(ctx, s, v1alpha1.DirectionMigrate)
+		if err != nil {
+			return fmt.Errorf("planning %s: %w", step.Name(), err)
+		}
+		plan = append(plan, changes...)
+	}
+	p.wr.Status.Plan = plan
+	msg := fmt.Sprintf("dry run: %d changes planned in status.plan, none made; the UDP 4789 probe runs when spec.dryRun is false", len(plan))
+	p.set(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonDryRun, "")
+	p.set(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonDryRun, msg)
+	p.set(conditions.Ready, metav1.ConditionFalse, conditions.ReasonDryRun, msg)
+	p.wr.Status.Message = msg
+	p.wr.Status.ObservedGeneration = p.wr.Generation
+	return nil
 }
 
 // preflight runs the compatibility checks and records them. It returns false

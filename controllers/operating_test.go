@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -25,6 +27,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
 )
@@ -260,5 +263,92 @@ var _ = Describe("Operating winready", func() {
 		}
 		Expect(strings.Count(err.Error(), "privileged")).To(BeZero(), "no privileged container")
 		Expect(k8s.Create(ctx, podIn("pss-privileged", agents.Spec.Template.Spec), client.DryRunAll)).To(Succeed())
+	})
+})
+
+var _ = Describe("Working with people and GitOps", func() {
+	var op *operator
+
+	BeforeEach(func() {
+		Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+		op = startOperator(nil, nil)
+	})
+
+	AfterEach(func() {
+		op.stop()
+		deleteWR()
+		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
+	})
+
+	It("computes the full plan in a dry run and changes nothing", func() {
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePlanned))
+		plan := getWR().Status.Plan
+		var lines []string
+		for _, c := range plan {
+			lines = append(lines, fmt.Sprintf("%s %s %s: %s -> %s", c.Step, c.Object, c.Field, c.Before, c.After))
+		}
+		Expect(lines).To(Equal([]string{
+			"StrictAffinity IPAMConfiguration default spec.strictAffinity: false -> true",
+			"Encapsulation Installation default spec.calicoNetwork.ipPools[name=default-ipv4-ippool].encapsulation: VXLANCrossSubnet -> VXLAN",
+			"BGP Installation default spec.calicoNetwork.bgp: Enabled -> Disabled",
+			"ServicesEndpoint ConfigMap tigera-operator/kubernetes-services-endpoint data.KUBERNETES_SERVICE_HOST: <absent> -> 10.0.0.10",
+			"ServicesEndpoint ConfigMap tigera-operator/kubernetes-services-endpoint data.KUBERNETES_SERVICE_PORT: <absent> -> 6443",
+			"ServiceCIDRs Installation default spec.serviceCIDRs: <absent> -> [" + strings.Join(serviceCIDRsOfCluster(), ", ") + "]",
+			"WindowsDataplane Installation default spec.calicoNetwork.windowsDataplane: Disabled -> HNS",
+		}))
+		Expect(getWR().Status.Originals).To(BeNil())
+		Consistently(func() map[string]int { return op.writes.Snapshot() }).Should(SatisfyAll(
+			Not(HaveKey("Installation patch")), Not(HaveKey("IPAMConfiguration patch")),
+			Not(HaveKey("DaemonSet winready-system create"))), "no change, no probe agents")
+
+		By("applying it when the dry run is switched off")
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(getWR().Status.Plan).To(BeNil())
+	})
+
+	It("waits for approval before each disruptive step", func() {
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.RequireApproval = true })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseAwaitingApproval))
+		Expect(getWR().Status.Message).To(ContainSubstring("step 2/6 (Encapsulation): waiting for approval"))
+		Expect(stepOf(v1alpha1.StepStrictAffinity)().State).To(Equal(v1alpha1.StepCompleted), "non-disruptive steps go ahead")
+		Expect(kstatusOf()).To(Equal(status.InProgressStatus))
+
+		for i, step := range []v1alpha1.StepName{v1alpha1.StepEncapsulation, v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint} {
+			Consistently(func() v1alpha1.StepState { return stepOf(step)().State }).ShouldNot(Equal(v1alpha1.StepCompleted))
+			updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.ApprovedSteps = append(wr.Spec.ApprovedSteps, step) })
+			Eventually(func() v1alpha1.StepState { return stepOf(step)().State }).Should(Equal(v1alpha1.StepCompleted))
+			if i < 2 {
+				Eventually(phaseOf).Should(Equal(v1alpha1.PhaseAwaitingApproval))
+			}
+		}
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+	})
+
+	It("stops fighting a GitOps tool that keeps putting a value back, naming it and the YAML to commit", func() {
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		argo, err := client.New(cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		argo = client.WithFieldOwner(argo, "argocd-controller")
+		revert := func() {
+			patch := []byte(`{"spec":{"calicoNetwork":{"bgp":"Enabled"}}}`)
+			Expect(argo.Patch(ctx, installation(), client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		}
+		for i := 1; i <= 2; i++ {
+			revert()
+			Eventually(func() int32 { return stepOf(v1alpha1.StepBGP)().Reverts }).Should(BeEquivalentTo(i))
+			Eventually(func() *operatorv1.BGPOption { return installation().Spec.CalicoNetwork.BGP }).
+				Should(HaveValue(Equal(operatorv1.BGPDisabled)), "winready applies it again")
+			Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		}
+		revert()
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonConflictingManager))
+		msg := condition(conditions.Stalled)().Message
+		Expect(msg).To(ContainSubstring(`field manager "argocd-controller" keeps putting back what step BGP changes (3 times)`))
+		Expect(msg).To(ContainSubstring("spec:\n  calicoNetwork:\n    bgp: Disabled\n"))
+		Consistently(func() *operatorv1.BGPOption { return installation().Spec.CalicoNetwork.BGP }).
+			Should(HaveValue(Equal(operatorv1.BGPEnabled)), "no more fighting")
 	})
 })

@@ -59,9 +59,12 @@ func (p *pass) rollback(ctx context.Context, inst *operatorv1.Installation) (ctr
 // rollbackBlocked says why the next rollback change may not be made now. The
 // Windows nodes are looked at again before every change, so a node that joins
 // midway stops the rollback between two steps.
-func (p *pass) rollbackBlocked(ctx context.Context) (string, string, error) {
+func (p *pass) rollbackBlocked(ctx context.Context, step v1alpha1.StepName) (string, string, error) {
 	if p.wr.Spec.Paused {
 		return conditions.ReasonPaused, "paused before the next change; set spec.paused: false to continue", nil
+	}
+	if reason, why := p.awaitingApproval(step); reason != "" {
+		return reason, why, nil
 	}
 	nodes, err := windowsNodes(ctx, p.r.Client)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 // first; a step whose target the cluster does not hold yet is changed, unless
 // blocked says why not. It returns done when every step has settled.
 func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction, steps []phase.Step,
-	blocked func(ctx context.Context) (string, string, error)) (done bool, result ctrl.Result, err error) {
+	blocked func(ctx context.Context, step v1alpha1.StepName) (string, string, error)) (done bool, result ctrl.Result, err error) {
 	total := len(steps)
 	for i, step := range steps {
 		n := i + 1
@@ -33,8 +33,14 @@ func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction,
 		if err != nil {
 			return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)
 		}
+		if !st.Holds && p.finished(step.Name(), dir) && p.step(step.Name()).Changed {
+			// Someone put back the value this step had changed.
+			if stalled, err := p.reverted(ctx, s, step, dir); err != nil || stalled {
+				return false, ctrl.Result{}, err
+			}
+		}
 		if !st.Holds {
-			reason, why, err := blocked(ctx)
+			reason, why, err := blocked(ctx, step.Name())
 			if err != nil {
 				return false, ctrl.Result{}, err
 			}
@@ -110,7 +116,7 @@ func (p *pass) alreadyStalled(reason string) bool {
 func (p *pass) blockedAt(name v1alpha1.StepName, n, total int, reason, why string) {
 	msg := fmt.Sprintf("step %d/%d (%s): %s", n, total, name, why)
 	switch reason {
-	case conditions.ReasonPaused:
+	case conditions.ReasonPaused, conditions.ReasonAwaitingApproval:
 		p.set(conditions.Stalled, metav1.ConditionFalse, reason, "")
 		p.set(conditions.Reconciling, metav1.ConditionTrue, reason, msg)
 		p.set(conditions.Ready, metav1.ConditionFalse, reason, msg)

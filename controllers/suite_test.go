@@ -167,7 +167,7 @@ func startOperatorWith(o operatorOptions) *operator {
 	Expect(err).NotTo(HaveOccurred())
 	r.Clock = clock
 	r.GuardRetry = 20 * time.Millisecond
-	r.Client = &metrics.CountingClient{Client: mgr.GetClient(), Writes: writes}
+	r.Client = client.WithFieldOwner(&metrics.CountingClient{Client: mgr.GetClient(), Writes: writes}, controllers.FieldOwner)
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clock, writes: writes, cancel: cancel, done: make(chan struct{})}

@@ -53,6 +53,8 @@ type Reconciler struct {
 	Discovery preflight.Discovery
 	Recorder  events.EventRecorder
 	Clock     clock.PassiveClock
+	// Writes counts the writes Client makes.
+	Writes *metrics.WriteCounter
 	// Namespace is the operator's namespace, where probe rounds run.
 	Namespace string
 	// ProbeImage is the image of the probe agents: the operator's own.

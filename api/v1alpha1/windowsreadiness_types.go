@@ -142,22 +142,44 @@ type WindowsReadinessSpec struct {
 	// +kubebuilder:default=Enabled
 	// +optional
 	WindowsNodeGate GateMode `json:"windowsNodeGate,omitempty"`
+
+	// DryRun computes the full plan, every change in order with the values
+	// before and after, into status.plan, and changes nothing.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+
+	// RequireApproval stops before each disruptive step (Encapsulation, BGP,
+	// ServicesEndpoint) until it is listed in approvedSteps, so that it can
+	// run inside a maintenance window.
+	// +optional
+	RequireApproval bool `json:"requireApproval,omitempty"`
+
+	// ApprovedSteps are the disruptive steps a person has approved.
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:items:Enum=Encapsulation;BGP;ServicesEndpoint
+	// +listType=set
+	// +optional
+	ApprovedSteps []StepName `json:"approvedSteps,omitempty"`
 }
 
 // Phase summarises the status. It is computed from the conditions and never
 // read back as input.
-// +kubebuilder:validation:Enum=Pending;Preflight;Migrating;Ready;RollingBack;RolledBack;Paused;Stalled
+// +kubebuilder:validation:Enum=Pending;Preflight;Planned;Migrating;AwaitingApproval;Ready;RollingBack;RolledBack;Paused;Stalled
 type Phase string
 
 const (
-	PhasePending     Phase = "Pending"
-	PhasePreflight   Phase = "Preflight"
-	PhaseMigrating   Phase = "Migrating"
-	PhaseReady       Phase = "Ready"
-	PhaseRollingBack Phase = "RollingBack"
-	PhaseRolledBack  Phase = "RolledBack"
-	PhasePaused      Phase = "Paused"
-	PhaseStalled     Phase = "Stalled"
+	PhasePending   Phase = "Pending"
+	PhasePreflight Phase = "Preflight"
+	// PhasePlanned: a dry run's plan is in status.plan; nothing was changed.
+	PhasePlanned Phase = "Planned"
+	// PhaseAwaitingApproval: a disruptive step waits for spec.approvedSteps.
+	PhaseAwaitingApproval Phase = "AwaitingApproval"
+	PhaseMigrating        Phase = "Migrating"
+	PhaseReady            Phase = "Ready"
+	PhaseRollingBack      Phase = "RollingBack"
+	PhaseRolledBack       Phase = "RolledBack"
+	PhasePaused           Phase = "Paused"
+	PhaseStalled          Phase = "Stalled"
 )
 
 // StepName names one step of the migration.
@@ -202,6 +224,22 @@ type StepStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Reverts counts how often another field manager put back the value
+	// this step had changed.
+	// +optional
+	Reverts int32 `json:"reverts,omitempty"`
+}
+
+// PlannedChange is one change a migration would make.
+type PlannedChange struct {
+	Step StepName `json:"step"`
+	// Object is the object changed, e.g. "Installation default".
+	Object string `json:"object"`
+	// Field is the field changed, e.g. "spec.calicoNetwork.bgp".
+	Field string `json:"field"`
+	// Before and After are the values, "<absent>" where there is none.
+	Before string `json:"before"`
+	After  string `json:"after"`
 }
 
 // OriginalValue is a scalar field as it was before the migration.
@@ -394,6 +432,12 @@ type WindowsReadinessStatus struct {
 	// Targets are the values the migration writes.
 	// +optional
 	Targets *Targets `json:"targets,omitempty"`
+
+	// Plan lists, for spec.dryRun, every change the migration would make.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Plan []PlannedChange `json:"plan,omitempty"`
 
 	// Preflight is the last preflight's outcome.
 	// +optional

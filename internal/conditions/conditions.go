@@ -33,6 +33,9 @@ const (
 	ReasonRolledBack           = "RolledBack"
 	ReasonNothingToRollBack    = "NothingToRollBack"
 	ReasonPaused               = "Paused"
+	ReasonDryRun               = "DryRun"
+	ReasonAwaitingApproval     = "AwaitingApproval"
+	ReasonConflictingManager   = "ConflictingManager"
 	ReasonPreflightFailed      = "PreflightFailed"
 	ReasonNetworkProbeFailed   = "NetworkProbeFailed"
 	ReasonPreflightPassed      = "ChecksPassed"
@@ -75,6 +78,8 @@ func Phase(wr *v1alpha1.WindowsReadiness) v1alpha1.Phase {
 		return v1alpha1.PhaseStalled
 	case rc != nil && rc.Reason == ReasonPaused:
 		return v1alpha1.PhasePaused
+	case rc != nil && rc.Reason == ReasonAwaitingApproval:
+		return v1alpha1.PhaseAwaitingApproval
 	}
 	if wr.Spec.Direction == v1alpha1.DirectionRollback {
 		if rc != nil && rc.Status == metav1.ConditionFalse {
@@ -83,7 +88,10 @@ func Phase(wr *v1alpha1.WindowsReadiness) v1alpha1.Phase {
 		return v1alpha1.PhaseRollingBack
 	}
 	pf := meta.FindStatusCondition(wr.Status.Conditions, PreflightPassed)
+	ready := meta.FindStatusCondition(wr.Status.Conditions, Ready)
 	switch {
+	case ready != nil && ready.Reason == ReasonDryRun:
+		return v1alpha1.PhasePlanned
 	case IsTrue(wr, Ready):
 		return v1alpha1.PhaseReady
 	case rc == nil:

@@ -106,3 +106,7 @@ func setOrUnset(p *calico.Patch, path string, current, want *string) {
 	}
 	p.Set(path, old, *want)
 }
+
+func (b BGP) Plan(_ context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error) {
+	return fieldChange(v1alpha1.StepBGP, "spec.calicoNetwork.bgp", calico.BGP(s.Installation), b.target(s, dir)), nil
+}

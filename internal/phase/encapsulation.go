@@ -115,3 +115,26 @@ func settledAt(ctx context.Context, s *Scope, names ...string) (State, error) {
 	}
 	return done(), nil
 }
+
+func (e Encapsulation) Plan(_ context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error) {
+	var changes []v1alpha1.PlannedChange
+	for _, c := range e.plan(s, dir) {
+		before, after := string(c.original), string(c.target)
+		changes = append(changes, v1alpha1.PlannedChange{Step: v1alpha1.StepEncapsulation, Object: installationObject,
+			Field:  PoolField(c.pool.Name, "encapsulation"),
+			Before: show(nonEmpty(before)), After: show(nonEmpty(after))})
+	}
+	return changes, nil
+}
+
+// PoolField names a field of the Installation pool called name.
+func PoolField(name, field string) string {
+	return fmt.Sprintf("spec.calicoNetwork.ipPools[name=%s].%s", name, field)
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

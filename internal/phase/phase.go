@@ -57,6 +57,29 @@ type Step interface {
 	Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error)
 	// Change makes one guarded write toward the target.
 	Change(ctx context.Context, s *Scope, dir v1alpha1.Direction) error
+	// Plan describes the changes Change would make now.
+	Plan(ctx context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error)
+}
+
+// Absent stands for a field or object that does not exist, in plans.
+const Absent = "<absent>"
+
+// Installation is how plans name the Installation.
+const installationObject = "Installation default"
+
+func show(v *string) string {
+	if v == nil {
+		return Absent
+	}
+	return *v
+}
+
+// fieldChange plans the change of one Installation field.
+func fieldChange(step v1alpha1.StepName, field string, current, want *string) []v1alpha1.PlannedChange {
+	if sameValue(current, want) {
+		return nil
+	}
+	return []v1alpha1.PlannedChange{{Step: step, Object: installationObject, Field: field, Before: show(current), After: show(want)}}
 }
 
 // Steps is the migration in order. The Tigera operator rejects

@@ -3,6 +3,7 @@ package phase
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -53,4 +54,20 @@ func (c ServiceCIDRs) Change(ctx context.Context, s *Scope, dir v1alpha1.Directi
 		p.Set(calico.PathServiceCIDRs, old, want)
 	}
 	return p.Apply(ctx, s.Client, s.Installation)
+}
+
+func (c ServiceCIDRs) Plan(_ context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error) {
+	current, want := s.Installation.Spec.ServiceCIDRs, c.target(s, dir)
+	if slices.Equal(current, want) && (current == nil) == (want == nil) {
+		return nil, nil
+	}
+	return []v1alpha1.PlannedChange{{Step: v1alpha1.StepServiceCIDRs, Object: installationObject, Field: "spec.serviceCIDRs",
+		Before: showList(current), After: showList(want)}}, nil
+}
+
+func showList(l []string) string {
+	if l == nil {
+		return Absent
+	}
+	return "[" + strings.Join(l, ", ") + "]"
 }

@@ -92,3 +92,31 @@ func (e ServicesEndpoint) Change(ctx context.Context, s *Scope, dir v1alpha1.Dir
 	}
 	return calico.SetServicesEndpoint(ctx, s.Client, cm, want)
 }
+
+func (e ServicesEndpoint) Plan(ctx context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error) {
+	cm, err := calico.GetServicesEndpoint(ctx, s.Client)
+	if err != nil {
+		return nil, err
+	}
+	present, want := e.target(s, dir)
+	object := "ConfigMap " + calico.OperatorNamespace + "/" + calico.ServicesEndpointConfigMap
+	if cm != nil && !present {
+		return []v1alpha1.PlannedChange{{Step: v1alpha1.StepServicesEndpoint, Object: object, Field: "(object)",
+			Before: "present", After: Absent + " (deleted)"}}, nil
+	}
+	var changes []v1alpha1.PlannedChange
+	for _, key := range []string{calico.ServiceHostKey, calico.ServicePortKey} {
+		var before *string
+		if cm != nil {
+			if v, ok := cm.Data[key]; ok {
+				before = &v
+			}
+		}
+		after := nonEmpty(want[key])
+		if !sameValue(before, after) {
+			changes = append(changes, v1alpha1.PlannedChange{Step: v1alpha1.StepServicesEndpoint, Object: object,
+				Field: "data." + key, Before: show(before), After: show(after)})
+		}
+	}
+	return changes, nil
+}

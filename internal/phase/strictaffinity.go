@@ -2,6 +2,7 @@ package phase
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -58,4 +59,24 @@ func wantIPAM(s *Scope, dir v1alpha1.Direction) v1alpha1.OriginalIPAMConfig {
 		return s.Originals.IPAMConfig
 	}
 	return v1alpha1.OriginalIPAMConfig{Present: true, StrictAffinity: true}
+}
+
+func (StrictAffinity) Plan(ctx context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error) {
+	cfg, err := calico.GetIPAMConfig(ctx, s.Reader)
+	if err != nil {
+		return nil, err
+	}
+	want := wantIPAM(s, dir)
+	before, after := Absent, Absent
+	if cfg != nil {
+		before = strconv.FormatBool(cfg.Spec.StrictAffinity)
+	}
+	if want.Present {
+		after = strconv.FormatBool(want.StrictAffinity)
+	}
+	if before == after {
+		return nil, nil
+	}
+	return []v1alpha1.PlannedChange{{Step: v1alpha1.StepStrictAffinity, Object: "IPAMConfiguration default",
+		Field: "spec.strictAffinity", Before: before, After: after}}, nil
 }

@@ -72,3 +72,13 @@ func (w WindowsDataplane) Change(ctx context.Context, s *Scope, dir v1alpha1.Dir
 	}
 	return p.Apply(ctx, s.Client, s.Installation)
 }
+
+func (w WindowsDataplane) Plan(_ context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error) {
+	changes := fieldChange(v1alpha1.StepWindowsDataplane, "spec.calicoNetwork.windowsDataplane",
+		calico.WindowsDataplane(s.Installation), w.target(s, dir))
+	if staleWindowsNodes(s, dir) {
+		changes = append(changes, v1alpha1.PlannedChange{Step: v1alpha1.StepWindowsDataplane, Object: installationObject,
+			Field: "spec.windowsNodes", Before: "<set by the Tigera operator>", After: Absent})
+	}
+	return changes, nil
+}

@@ -32,7 +32,6 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
-	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -188,7 +187,7 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 			fmt.Fprintf(tw, "%s\t%s\n", row, time.Since(start).Round(10*time.Millisecond))
 			_ = tw.Flush()
 			if wr.Status.Phase == v1alpha1.PhaseReady {
-				writes := r.Client.(*metrics.CountingClient).Writes
+				writes := r.Writes
 				fmt.Printf("\nReady in %s with %d API writes by winready: %v\n", time.Since(start).Round(10*time.Millisecond),
 					writes.Total(), writes.Snapshot())
 				if exitWhenReady {
