@@ -9,6 +9,7 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -74,6 +75,24 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		}), "the address comes from kubeadm-config's controlPlaneEndpoint")
 		ds := &appsv1.DaemonSet{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.WindowsNodeDaemonSet}, ds)).To(Succeed())
+
+		By("telling kubectl describe about every step's start and finish")
+		Eventually(func() []string {
+			list := &eventsv1.EventList{}
+			Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
+			var notes []string
+			for _, e := range list.Items {
+				if e.Regarding.Kind == "WindowsReadiness" && e.Regarding.UID == wr.UID {
+					notes = append(notes, e.Reason+": "+e.Note)
+				}
+			}
+			return notes
+		}).Should(ContainElements(
+			"StepStarted: migrating StrictAffinity", "StepFinished: migrating StrictAffinity: changed and applied by Calico",
+			"StepStarted: migrating BGP", "StepFinished: migrating BGP: changed and applied by Calico",
+			"StepFinished: migrating WindowsDataplane: changed and applied by Calico",
+			"NetworkProbePassed: UDP 4789 passed on all 6 probed pairs",
+			"Migrated: the cluster is ready for Windows nodes"))
 
 		By("recording every original value, absent ones included")
 		o := wr.Status.Originals

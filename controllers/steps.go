@@ -29,6 +29,7 @@ func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction,
 			n = total - i
 		}
 		logger := log.FromContext(ctx).WithValues("step", step.Name(), "index", n, "direction", dir)
+		ctx := log.IntoContext(ctx, logger)
 		st, err := step.Observe(ctx, s, dir)
 		if err != nil {
 			return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)

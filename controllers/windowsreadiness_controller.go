@@ -97,6 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The CRD admits no other name; nothing to do for objects from before that rule.
 		return ctrl.Result{}, nil
 	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("phase", wr.Status.Phase, "generation", wr.Generation))
 	p := &pass{r: r, wr: wr, before: wr.DeepCopy()}
 	result, err := p.run(ctx)
 	if err != nil && !errors.Is(err, calico.ErrGuardFailed) {

@@ -83,10 +83,11 @@ func Aggregate(nodes []ProbeNode, plan map[string][]netip.Addr, extra []netip.Ad
 	}
 	var st v1alpha1.ProbeStatus
 	st.Nodes = int32(len(nodes))
-	fail := func(from, to string) {
+	// Labels are built only for the pairs listed, not for every failure.
+	fail := func(from, to func() string) {
 		st.FailingPairs++
 		if len(st.FirstFailing) < v1alpha1.MaxListed {
-			st.FirstFailing = append(st.FirstFailing, v1alpha1.ProbePair{From: from, To: to})
+			st.FirstFailing = append(st.FirstFailing, v1alpha1.ProbePair{From: from(), To: to()})
 		}
 	}
 	// Sorted for a stable status: the same outcome writes the same object.
@@ -110,7 +111,7 @@ func Aggregate(nodes []ProbeNode, plan map[string][]netip.Addr, extra []netip.Ad
 			if slices.Contains(theirs.ReceivedFrom, n.IP) {
 				st.PassedPairs++
 			} else {
-				fail(label(n), label(peer))
+				fail(func() string { return label(n) }, func() string { return label(peer) })
 			}
 		}
 		if mine == nil {
@@ -121,7 +122,7 @@ func Aggregate(nodes []ProbeNode, plan map[string][]netip.Addr, extra []netip.Ad
 			if slices.Contains(mine.EchoedBy, e) {
 				st.PassedPairs++
 			} else {
-				fail(label(n), e.String()+" (extra target)")
+				fail(func() string { return label(n) }, func() string { return e.String() + " (extra target)" })
 			}
 		}
 	}

@@ -1,9 +1,12 @@
 package preflight
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"testing"
+
+	"github.com/winready/winready/api/v1alpha1"
 )
 
 func nodesN(n int) []ProbeNode {
@@ -145,14 +148,34 @@ func TestAggregateBoundsTheLists(t *testing.T) {
 	}
 }
 
-// BenchmarkAggregate5000 aggregates the reports of a 5,000-node round.
+// BenchmarkAggregate5000 aggregates the reports of a 5,000-node round in
+// which every probe was lost (the largest status), and reports the size of
+// the status it yields.
 func BenchmarkAggregate5000(b *testing.B) {
 	nodes := nodesN(5000)
 	extra := []netip.Addr{netip.MustParseAddr("192.0.2.10")}
 	plan := Plan(nodes, "r")
-	reports := allReceived(nodes, plan, extra)
+	reports := allReceived(nodes, plan, nil)
+	for i := range reports {
+		reports[i].ReceivedFrom = nil
+	}
+	var st v1alpha1.ProbeStatus
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = Aggregate(nodes, plan, extra, reports)
+		st = Aggregate(nodes, plan, extra, reports)
+	}
+	out, err := json.Marshal(st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(out)), "status-bytes")
+}
+
+// BenchmarkPlan5000 plans a 5,000-node round.
+func BenchmarkPlan5000(b *testing.B) {
+	nodes := nodesN(5000)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Plan(nodes, "r")
 	}
 }
