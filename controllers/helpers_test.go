@@ -20,6 +20,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/gate"
+	"github.com/winready/winready/test/calicosim"
 )
 
 var ctx = context.Background()
@@ -151,4 +152,29 @@ func mustParse(s string) time.Duration {
 	d, err := time.ParseDuration(s)
 	Expect(err).NotTo(HaveOccurred())
 	return d
+}
+
+// seed seeds a cluster and waits until the simulated Calico is at rest.
+func seed(cl calicosim.Cluster) {
+	Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
+	Expect(calicosim.WaitSettled(ctx, k8s, 30*time.Second)).To(Succeed(), "the simulated Calico is healthy before the test starts")
+}
+
+// resetCluster stops the operator, removes the WindowsReadiness, a test's
+// Windows node and everything seeded, and resets the simulator, so that each
+// spec leaves the cluster as it found it.
+func resetCluster(op *operator) {
+	if op != nil {
+		op.stop()
+	}
+	deleteNode("win-1")
+	deleteWR()
+	sim.ClearFault()
+	sim.ReleaseRollouts()
+	agents.Reset()
+	Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
+}
+
+func deleteNode(name string) {
+	Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
 }

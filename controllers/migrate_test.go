@@ -27,24 +27,9 @@ import (
 var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 	var op *operator
 
-	seed := func(cl calicosim.Cluster) {
-		Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
-		Eventually(func() bool {
-			h, err := calico.ReadHealth(ctx, k8s, calico.StatusCalico)
-			return err == nil && h.Available && !h.Progressing
-		}).Should(BeTrue(), "the simulated Calico is healthy before the test starts")
-	}
-
 	AfterEach(func() {
-		if op != nil {
-			op.stop()
-			op = nil
-		}
-		deleteWR()
-		sim.ClearFault()
-		sim.ReleaseRollouts()
-		agents.Reset()
-		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
+		resetCluster(op)
+		op = nil
 	})
 
 	It("takes the seed's main cluster to Ready with exactly the expected end state", func() {

@@ -82,17 +82,12 @@ var _ = Describe("Operating winready", func() {
 	var op *operator
 
 	AfterEach(func() {
-		if op != nil {
-			op.stop()
-			op = nil
-		}
-		deleteWR()
-		sim.ReleaseRollouts()
-		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
+		resetCluster(op)
+		op = nil
 	})
 
 	It("reads as InProgress while migrating, Current when Ready and Failed when Stalled to kstatus", func() {
-		Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)
 		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
@@ -270,15 +265,11 @@ var _ = Describe("Working with people and GitOps", func() {
 	var op *operator
 
 	BeforeEach(func() {
-		Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)
 	})
 
-	AfterEach(func() {
-		op.stop()
-		deleteWR()
-		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
-	})
+	AfterEach(func() { resetCluster(op) })
 
 	It("computes the full plan in a dry run and changes nothing", func() {
 		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })

@@ -19,15 +19,11 @@ var _ = Describe("The preflight on seeded Calico objects", func() {
 	var op *operator
 
 	BeforeEach(func() {
-		Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)
 	})
 
-	AfterEach(func() {
-		op.stop()
-		deleteWR()
-		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
-	})
+	AfterEach(func() { resetCluster(op) })
 
 	check := func(name string) func() v1alpha1.PreflightCheck {
 		return func() v1alpha1.PreflightCheck {

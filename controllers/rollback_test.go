@@ -49,10 +49,6 @@ func windowsNode(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{calico.OSLabel: calico.OSWindows}}}
 }
 
-func deleteNode(name string) {
-	Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
-}
-
 var _ = Describe("Rolling back", func() {
 	var (
 		op       *operator
@@ -60,23 +56,12 @@ var _ = Describe("Rolling back", func() {
 	)
 
 	BeforeEach(func() {
-		Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
-		Eventually(func() bool {
-			h, err := calico.ReadHealth(ctx, k8s, calico.StatusCalico)
-			return err == nil && h.Available && !h.Progressing
-		}).Should(BeTrue(), "the simulated Calico is healthy before the test starts")
+		seed(calicosim.MainCluster())
 		original = touchedFields()
 		op = startOperator(nil, nil)
 	})
 
-	AfterEach(func() {
-		if op != nil {
-			op.stop()
-		}
-		deleteNode("win-1")
-		deleteWR()
-		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
-	})
+	AfterEach(func() { resetCluster(op) })
 
 	rollback := func() {
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
@@ -166,18 +151,11 @@ var _ = Describe("The Windows join gate", func() {
 	var op *operator
 
 	BeforeEach(func() {
-		Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
+		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)
 	})
 
-	AfterEach(func() {
-		if op != nil {
-			op.stop()
-		}
-		deleteNode("win-1")
-		deleteWR()
-		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
-	})
+	AfterEach(func() { resetCluster(op) })
 
 	// A dry run goes through admission without creating the node, so a
 	// rejection can be waited for without leaving a node behind.

@@ -319,3 +319,16 @@ func create(ctx context.Context, c client.Client, obj client.Object) error {
 	}
 	return nil
 }
+
+// MainClusterOf is MainCluster with n Linux nodes, linux-0 to linux-(n-1),
+// numbered from 10.0.0.11 upwards.
+func MainClusterOf(n int) Cluster {
+	cl := MainCluster()
+	cl.Nodes = make([]Node, n)
+	for i := range cl.Nodes {
+		ip := 10<<24 | 11 + i
+		cl.Nodes[i] = Node{Name: fmt.Sprintf("linux-%d", i),
+			InternalIP: fmt.Sprintf("%d.%d.%d.%d", ip>>24&0xff, ip>>16&0xff, ip>>8&0xff, ip&0xff)}
+	}
+	return cl
+}

@@ -304,7 +304,9 @@ var _ = Describe("the simulated Tigera operator", func() {
 				g.Expect(c.ObservedGeneration).To(Equal(gen))
 			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
 			Expect(ipPool("default-ipv4-ippool").Spec.VXLANMode).To(Equal(calicov3.VXLANModeCrossSubnet))
-			Expect(condition(Default, calicosim.StatusAPIServer, operatorv1.ComponentAvailable).Status).To(Equal(operatorv1.ConditionFalse))
+			Eventually(func(g Gomega) operatorv1.ConditionStatus {
+				return condition(g, calicosim.StatusAPIServer, operatorv1.ComponentAvailable).Status
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Equal(operatorv1.ConditionFalse))
 
 			sim.SetCalicoAPI(calicosim.NativeV3)
 			Eventually(func() calicov3.VXLANMode { return ipPool("default-ipv4-ippool").Spec.VXLANMode }).
