@@ -56,6 +56,14 @@ test: envtest-assets vet ## Run every test on envtest.
 demo: envtest-assets ## Run the operator on a local control plane with a simulated Calico cluster.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/demo $(DEMO_ARGS)
 
+.PHONY: bench
+bench: envtest-assets build $(ENVTEST_ASSETS)/kubectl ## Benchmarks: migration at 10 to 5,000 nodes against the floor and the scripted runbook, and preflight aggregation.
+	go test ./internal/preflight/ -run '^$$' -bench . -benchmem
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/bench --kubectl $(ENVTEST_ASSETS)/kubectl $(BENCH_ARGS)
+
+$(ENVTEST_ASSETS)/kubectl:
+	K8S_VERSION=$(K8S_VERSION) bash hack/envtest-assets.sh kubectl
+
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
 	docker build -t $(IMG) .

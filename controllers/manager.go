@@ -65,8 +65,11 @@ func NewReconciler(mgr ctrl.Manager, namespace, probeImage string) (*Reconciler,
 		return nil, fmt.Errorf("creating discovery client: %w", err)
 	}
 	metrics.Register()
+	writes := metrics.NewWriteCounter(mgr.GetScheme())
 	return &Reconciler{
-		Client:     &metrics.CountingClient{Client: mgr.GetClient(), Writes: metrics.NewWriteCounter(mgr.GetScheme())},
+		// Every write is counted and carries winready's field manager name.
+		Client:     client.WithFieldOwner(&metrics.CountingClient{Client: mgr.GetClient(), Writes: writes}, FieldOwner),
+		Writes:     writes,
 		APIReader:  mgr.GetAPIReader(),
 		Discovery:  disco,
 		Recorder:   mgr.GetEventRecorder("winready"),

@@ -100,6 +100,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("phase", wr.Status.Phase, "generation", wr.Generation))
 	p := &pass{r: r, wr: wr, before: wr.DeepCopy()}
 	result, err := p.run(ctx)
+	if ctx.Err() != nil {
+		// The manager is stopping: the next one starts from the cluster.
+		return ctrl.Result{}, nil
+	}
 	if err != nil && !errors.Is(err, calico.ErrGuardFailed) {
 		log.FromContext(ctx).Error(err, "reconcile failed", "direction", wr.Spec.Direction)
 	}
@@ -112,6 +116,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	wr.Status.Phase = conditions.Phase(wr)
 	metrics.RecordStatus(wr)
 	if perr := p.persist(ctx); perr != nil {
+		if ctx.Err() != nil {
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, errors.Join(err, perr)
 	}
 	// After the status: the gate's message reads the phase from the object.

@@ -26,7 +26,7 @@ import (
 type rolloutController struct {
 	sim      *Simulator
 	client   client.Client
-	lastStep map[types.UID]time.Time
+	lastStep map[types.UID]rolloutClock
 }
 
 func (r *rolloutController) setup(mgr ctrl.Manager) error {
@@ -72,13 +72,20 @@ func (r *rolloutController) Reconcile(ctx context.Context, req reconcile.Request
 		// A new template: no pod runs it yet.
 		st.ObservedGeneration = ds.Generation
 		updated = 0
-		r.lastStep[ds.UID] = now
+		r.lastStep[ds.UID] = rolloutClock{at: now}
 	} else {
 		updated = min(updated, desired)
-		if last, ok := r.lastStep[ds.UID]; updated < desired && !r.sim.rolloutsHeld() && (!ok || now.Sub(last) >= r.sim.opts.RolloutStep) {
-			updated++
-			r.lastStep[ds.UID] = now
+		rc, ok := r.lastStep[ds.UID]
+		if !ok || r.sim.rolloutsHeld() {
+			// Resume from the status after a restart; a held rollout's
+			// clock stands still.
+			rc = rolloutClock{at: now, from: updated}
+			r.lastStep[ds.UID] = rc
 		}
+		// One node every RolloutStep since the rollout (or its resumption)
+		// started; a status write may cover several nodes, as the real
+		// DaemonSet controller's do.
+		updated = min(desired, rc.from+int32(now.Sub(rc.at)/r.sim.opts.RolloutStep))
 	}
 	var unavailable int32
 	if updated < desired {
@@ -101,13 +108,28 @@ func (r *rolloutController) Reconcile(ctx context.Context, req reconcile.Request
 		delete(r.lastStep, ds.UID)
 		return finish(err2)
 	}
-	return finish(err2, max(r.sim.opts.RolloutStep-now.Sub(r.lastStep[ds.UID]), time.Millisecond))
+	rc := r.lastStep[ds.UID]
+	next := rc.at.Add(time.Duration(updated-rc.from+1) * r.sim.opts.RolloutStep)
+	return finish(err2, max(next.Sub(now), minStatusInterval))
+}
+
+// minStatusInterval bounds how often a rollout's status is written, so that
+// a rollout over thousands of nodes does not write thousands of statuses.
+const minStatusInterval = 10 * time.Millisecond
+
+// rolloutClock is when a rollout started (or resumed) and from how many
+// updated nodes.
+type rolloutClock struct {
+	at   time.Time
+	from int32
 }
 
 // desiredNodes counts the nodes the pod template's nodeSelector picks (taints are ignored: calico tolerates all).
 func (r *rolloutController) desiredNodes(ctx context.Context, ds *appsv1.DaemonSet) (int32, error) {
+	// From the cache: the Node watch keeps it current, and listing thousands
+	// of nodes from the API server at every step would be the bottleneck.
 	nodes := &corev1.NodeList{}
-	if err := r.sim.reader.List(ctx, nodes); err != nil {
+	if err := r.client.List(ctx, nodes); err != nil {
 		return 0, err
 	}
 	selector := labels.SelectorFromSet(ds.Spec.Template.Spec.NodeSelector)

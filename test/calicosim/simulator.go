@@ -109,7 +109,7 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 		(&coreController{sim: s, status: newStatusManager(StatusCalico)}).setup,
 		(&poolController{sim: s, status: newStatusManager(StatusIPPools), apiserver: newStatusManager(StatusAPIServer)}).setup,
 		(&windowsController{sim: s, status: newStatusManager(StatusCalicoWindows)}).setup,
-		(&rolloutController{sim: s, lastStep: map[types.UID]time.Time{}}).setup,
+		(&rolloutController{sim: s, lastStep: map[types.UID]rolloutClock{}}).setup,
 	} {
 		if err := setup(mgr); err != nil {
 			return err

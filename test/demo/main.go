@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -187,9 +188,17 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 			fmt.Fprintf(tw, "%s\t%s\n", row, time.Since(start).Round(10*time.Millisecond))
 			_ = tw.Flush()
 			if wr.Status.Phase == v1alpha1.PhaseReady {
-				writes := r.Writes
-				fmt.Printf("\nReady in %s with %d API writes by winready: %v\n", time.Since(start).Round(10*time.Millisecond),
-					writes.Total(), writes.Snapshot())
+				calico, own := 0, 0
+				for key, n := range r.Writes.Snapshot() {
+					if strings.HasPrefix(key, "Installation ") || strings.HasPrefix(key, "IPAMConfiguration ") ||
+						strings.Contains(key, " tigera-operator ") {
+						calico += n
+					} else {
+						own += n
+					}
+				}
+				fmt.Printf("\nReady in %s. winready's API writes: %d to Calico's objects, %d to its own (gate, probe round): %v\n",
+					time.Since(start).Round(10*time.Millisecond), calico, own, r.Writes.Snapshot())
 				if exitWhenReady {
 					return nil
 				}

@@ -1,0 +1,563 @@
+// Command bench measures winready on a local control plane with a simulated
+// Calico cluster at several sizes, side by side with two references measured
+// in the same run: the floor (the rollouts the changes force plus the
+// simulator's status lags) and the manual runbook scripted with kubectl
+// (hack/runbook.sh). winready runs as the production binary, in a process of
+// its own, so that its memory is its own. Results print as a table.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/test/calicosim"
+)
+
+const operatorNamespace = "winready-system"
+
+type config struct {
+	sizes       []int
+	rolloutStep time.Duration
+	statusLag   time.Duration
+	quiet       time.Duration
+	winready    string
+	kubectl     string
+	workdir     string
+}
+
+func main() {
+	var cfg config
+	sizes := flag.String("sizes", "10,100,1000,5000", "cluster sizes (Linux nodes)")
+	flag.DurationVar(&cfg.rolloutStep, "rollout-step", 2*time.Millisecond, "time each node takes in a calico-node rollout")
+	flag.DurationVar(&cfg.statusLag, "status-lag", 100*time.Millisecond, "delay before a TigeraStatus shows a change")
+	flag.DurationVar(&cfg.quiet, "quiet", time.Minute, "quiet window after Ready, at the largest size")
+	flag.StringVar(&cfg.winready, "winready", "bin/winready", "the operator binary (make build)")
+	flag.StringVar(&cfg.kubectl, "kubectl", "bin/k8s/1.37.2/kubectl", "kubectl (make bench builds it)")
+	flag.Parse()
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fmt.Fprintln(os.Stderr, "bench: bad size", s)
+			os.Exit(2)
+		}
+		cfg.sizes = append(cfg.sizes, n)
+	}
+	logf.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	nodes                int
+	floor, runbook, wall time.Duration
+	p50, p95             time.Duration
+	latencies            int
+	reconciles           int
+	requests             map[string]int
+	heapMiB, rssMiB      float64
+	quietWrites          int
+	quietReconciles      int
+	quietMeasured        bool
+}
+
+func run(cfg config) (err error) {
+	cfg.workdir, err = os.MkdirTemp("", "winready-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(cfg.workdir)
+	auditLog := filepath.Join(cfg.workdir, "audit.log")
+	policy := filepath.Join(cfg.workdir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		return err
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("config", "crd", "bases"), filepath.Join("bin", "crds", "operator"), filepath.Join("bin", "crds", "calico")},
+		ErrorIfCRDPathMissing: true,
+	}
+	args := env.ControlPlane.GetAPIServer().Configure()
+	args.Set("audit-policy-file", policy)
+	args.Set("audit-log-path", auditLog)
+	args.Set("audit-log-mode", "blocking")
+	// The scale of a large cluster: the simulator and winready are clients
+	// like any other.
+	args.Set("max-requests-inflight", "1000")
+	restCfg, err := env.Start()
+	if err != nil {
+		return fmt.Errorf("starting the control plane: %w", err)
+	}
+	defer func() { err = errors.Join(err, env.Stop()) }()
+	restCfg.QPS, restCfg.Burst = 1000, 2000
+
+	kubeconfigs := map[string]string{}
+	for _, user := range []string{"winready", "runbook"} {
+		u, err := env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, restCfg)
+		if err != nil {
+			return err
+		}
+		kc, err := u.KubeConfig()
+		if err != nil {
+			return err
+		}
+		kubeconfigs[user] = filepath.Join(cfg.workdir, user+".kubeconfig")
+		if err := os.WriteFile(kubeconfigs[user], kc, 0o600); err != nil {
+			return err
+		}
+	}
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return err
+	}
+	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
+		return err
+	}
+	sim := calicosim.New(calicosim.Options{RolloutStep: cfg.rolloutStep, StatusLag: cfg.statusLag})
+	simCfg := rest.CopyConfig(restCfg)
+	simCfg.UserAgent = "calicosim"
+	simMgr, err := ctrl.NewManager(simCfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return err
+	}
+	if err := sim.SetupWithManager(simMgr); err != nil {
+		return err
+	}
+	if err := calicosim.NewProbeAgents(operatorNamespace).SetupWithManager(simMgr); err != nil {
+		return err
+	}
+	simDone := make(chan error, 1)
+	go func() { simDone <- simMgr.Start(ctx) }()
+	defer func() { cancel(); err = errors.Join(err, <-simDone) }()
+
+	var results []result
+	for i, n := range cfg.sizes {
+		fmt.Fprintf(os.Stderr, "bench: %d nodes\n", n)
+		r, err := measure(ctx, cfg, c, kubeconfigs, auditLog, n, i == len(cfg.sizes)-1)
+		if err != nil {
+			return fmt.Errorf("%d nodes: %w", n, err)
+		}
+		results = append(results, r)
+	}
+	report(cfg, results)
+	return nil
+}
+
+// auditPolicy records winready's and the runbook's every request, and the
+// simulator's writes, with their timestamps.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: Metadata
+  users: ["winready", "runbook"]
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+- level: None
+`
+
+func seed(ctx context.Context, c client.Client, n int) error {
+	if err := clean(ctx, c); err != nil {
+		return err
+	}
+	if err := calicosim.Seed(ctx, c, calicosim.MainClusterOf(n)); err != nil {
+		return err
+	}
+	return calicosim.WaitSettled(ctx, c, 10*time.Minute)
+}
+
+func clean(ctx context.Context, c client.Client) error {
+	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
+	if err := client.IgnoreNotFound(c.Delete(ctx, wr)); err != nil {
+		return err
+	}
+	return calicosim.Clean(ctx, c)
+}
+
+func serviceCIDR(ctx context.Context, c client.Client) (string, error) {
+	list := &networkingv1.ServiceCIDRList{}
+	if err := c.List(ctx, list); err != nil {
+		return "", err
+	}
+	for _, sc := range list.Items {
+		if len(sc.Spec.CIDRs) > 0 {
+			return sc.Spec.CIDRs[0], nil
+		}
+	}
+	return "", errors.New("no ServiceCIDR")
+}
+
+func measure(ctx context.Context, cfg config, c client.WithWatch, kubeconfigs map[string]string, auditLog string, n int, last bool) (result, error) {
+	r := result{nodes: n}
+	// Two calico-node rollouts (BGP, services endpoint) of n nodes each, and
+	// one status lag for each change Calico must report: pools, BGP,
+	// services endpoint, serviceCIDRs, Windows dataplane.
+	r.floor = 2*time.Duration(n)*cfg.rolloutStep + 5*cfg.statusLag
+
+	if err := seed(ctx, c, n); err != nil {
+		return r, err
+	}
+	cidr, err := serviceCIDR(ctx, c)
+	if err != nil {
+		return r, err
+	}
+	runbook := exec.CommandContext(ctx, "bash", "hack/runbook.sh", "10.0.0.10", "6443", cidr)
+	runbook.Env = append(os.Environ(), "KUBECONFIG="+kubeconfigs["runbook"], "KUBECTL="+cfg.kubectl)
+	start := time.Now()
+	if out, err := runbook.CombinedOutput(); err != nil {
+		return r, fmt.Errorf("the scripted runbook: %w\n%s", err, out)
+	}
+	r.runbook = time.Since(start)
+
+	if err := seed(ctx, c, n); err != nil {
+		return r, err
+	}
+	op, err := startWinready(ctx, cfg, kubeconfigs["winready"])
+	if err != nil {
+		return r, err
+	}
+	defer op.stop()
+	reconcilesBefore, err := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
+	if err != nil {
+		return r, err
+	}
+	mark, err := fileSize(auditLog)
+	if err != nil {
+		return r, err
+	}
+	w, err := c.Watch(ctx, &v1alpha1.WindowsReadinessList{})
+	if err != nil {
+		return r, err
+	}
+	defer w.Stop()
+	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
+		Spec: v1alpha1.WindowsReadinessSpec{Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: true}}}
+	start = time.Now()
+	if err := c.Create(ctx, wr); err != nil {
+		return r, err
+	}
+	timeout := time.After(30 * time.Minute)
+	for ready := false; !ready; {
+		select {
+		case ev := <-w.ResultChan():
+			if got, ok := ev.Object.(*v1alpha1.WindowsReadiness); ok && got.Status.Phase == v1alpha1.PhaseReady {
+				ready = true
+			} else if ok && got.Status.Phase == v1alpha1.PhaseStalled {
+				return r, fmt.Errorf("stalled: %s", got.Status.Message)
+			}
+		case <-timeout:
+			return r, errors.New("not Ready after 30 minutes")
+		}
+	}
+	r.wall = time.Since(start)
+	reconcilesAfter, err := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
+	if err != nil {
+		return r, err
+	}
+	r.reconciles = int(reconcilesAfter - reconcilesBefore)
+	events, err := readAudit(auditLog, mark)
+	if err != nil {
+		return r, err
+	}
+	r.requests = requestsBy(events, "winready")
+	lat := eventToPatch(events)
+	r.latencies = len(lat)
+	r.p50, r.p95 = percentile(lat, 50), percentile(lat, 95)
+	heap, err := op.metric("go_memstats_heap_inuse_bytes", "")
+	if err != nil {
+		return r, err
+	}
+	r.heapMiB = heap / (1 << 20)
+	r.rssMiB, err = rssMiB(op.cmd.Process.Pid)
+	if err != nil {
+		return r, err
+	}
+
+	if last && cfg.quiet > 0 {
+		mark, err = fileSize(auditLog)
+		if err != nil {
+			return r, err
+		}
+		// The window opens once the last status lag after Ready has passed.
+		time.Sleep(2*time.Second + 5*cfg.statusLag)
+		if mark, err = fileSize(auditLog); err != nil {
+			return r, err
+		}
+		before, _ := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
+		time.Sleep(cfg.quiet) // a measurement window, not a wait for a condition
+		after, _ := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
+		events, err := readAudit(auditLog, mark)
+		if err != nil {
+			return r, err
+		}
+		for k, v := range requestsBy(events, "winready") {
+			if verb := strings.Fields(k)[0]; verb != "get" && verb != "list" && verb != "watch" {
+				r.quietWrites += v
+			}
+		}
+		r.quietReconciles = int(after - before)
+		r.quietMeasured = true
+	}
+	return r, nil
+}
+
+// winready is the operator binary running against the bench's control plane.
+type winready struct {
+	cmd     *exec.Cmd
+	metrics string
+}
+
+func startWinready(ctx context.Context, cfg config, kubeconfig string) (*winready, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	cmd := exec.CommandContext(ctx, cfg.winready, "--kubeconfig", kubeconfig, "--leader-elect=false",
+		"--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--namespace", operatorNamespace,
+		"--probe-image", "winready:bench")
+	cmd.Stderr = io.Discard
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s (run make build): %w", cfg.winready, err)
+	}
+	op := &winready{cmd: cmd, metrics: "http://" + addr + "/metrics"}
+	for i := 0; ; i++ {
+		if _, err := op.metric("go_goroutines", ""); err == nil {
+			return op, nil
+		}
+		if i > 300 {
+			op.stop()
+			return nil, errors.New("winready's metrics endpoint did not come up")
+		}
+		time.Sleep(100 * time.Millisecond) // polling a process start-up
+	}
+}
+
+func (w *winready) stop() {
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	_ = w.cmd.Wait()
+}
+
+// metric sums the samples of a metric whose labels contain match.
+func (w *winready) metric(name, match string) (float64, error) {
+	resp, err := http.Get(w.metrics)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sum, found := 0.0, false
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) || (match != "" && !strings.Contains(line, match)) {
+			continue
+		}
+		rest := strings.TrimPrefix(line, name)
+		if rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err == nil {
+			sum += v
+			found = true
+		}
+	}
+	if !found && match == "" {
+		return 0, fmt.Errorf("no metric %s", name)
+	}
+	return sum, sc.Err()
+}
+
+func rssMiB(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseFloat(f[1], 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}
+
+type auditEvent struct {
+	Verb string `json:"verb"`
+	User struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef struct {
+		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	Received metav1.MicroTime `json:"requestReceivedTimestamp"`
+	Done     metav1.MicroTime `json:"stageTimestamp"`
+}
+
+func fileSize(path string) (int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+func readAudit(path string, from int64) ([]auditEvent, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var events []auditEvent
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev auditEvent
+		if json.Unmarshal(sc.Bytes(), &ev) == nil {
+			events = append(events, ev)
+		}
+	}
+	return events, sc.Err()
+}
+
+func requestsBy(events []auditEvent, user string) map[string]int {
+	counts := map[string]int{}
+	for _, ev := range events {
+		if ev.User.Username != user {
+			continue
+		}
+		res := ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			res += "/" + ev.ObjectRef.Subresource
+		}
+		counts[ev.Verb+" "+res]++
+	}
+	return counts
+}
+
+// eventToPatch is, for each change winready makes to Calico after the first,
+// the time from the simulator's write that completed the previous step (its
+// last write before the change) to the change.
+func eventToPatch(events []auditEvent) []time.Duration {
+	var lat []time.Duration
+	var lastWrite *auditEvent // the latest accepted write by anyone
+	for i := range events {
+		ev := &events[i]
+		if !isWrite(ev.Verb) || ev.ResponseStatus.Code >= 300 {
+			continue
+		}
+		// Only a change that follows a write of the simulated Calico was
+		// waiting for Calico; one that follows winready's own write was not.
+		if ev.User.Username == "winready" && calicoResource(ev) && lastWrite != nil &&
+			lastWrite.User.Username != "winready" && ev.Received.After(lastWrite.Done.Time) {
+			lat = append(lat, ev.Received.Sub(lastWrite.Done.Time))
+		}
+		if ev.ObjectRef.Resource != "events" {
+			lastWrite = ev
+		}
+	}
+	return lat
+}
+
+func isWrite(verb string) bool {
+	return verb == "create" || verb == "update" || verb == "patch" || verb == "delete"
+}
+
+func calicoResource(ev *auditEvent) bool {
+	switch ev.ObjectRef.Resource {
+	case "installations", "ipamconfigurations":
+		return ev.ObjectRef.Subresource == ""
+	case "configmaps":
+		return ev.ObjectRef.Namespace == "tigera-operator"
+	}
+	return false
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, (len(s)*p+99)/100-1)]
+}
+
+func report(cfg config, results []result) {
+	fmt.Printf("\nwinready benchmark: rollout %s per node, TigeraStatus lag %s, network probe skipped (the runbook has none)\n\n",
+		cfg.rolloutStep, cfg.statusLag)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "nodes\tfloor\trunbook\twinready\tx floor\tx runbook\tevent->patch p50\tp95\treconciles\trequests\theap MiB\tRSS MiB\t")
+	for _, r := range results {
+		total := 0
+		for _, v := range r.requests {
+			total += v
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t%d\t%d\t%.1f\t%.1f\t\n", r.nodes,
+			r.floor.Round(time.Millisecond), r.runbook.Round(time.Millisecond), r.wall.Round(time.Millisecond),
+			r.wall.Seconds()/r.floor.Seconds(), r.wall.Seconds()/r.runbook.Seconds(),
+			r.p50.Round(time.Millisecond), r.p95.Round(time.Millisecond), r.reconciles, total, r.heapMiB, r.rssMiB)
+	}
+	_ = tw.Flush()
+	lastRes := results[len(results)-1]
+	fmt.Printf("\nAPI requests by winready during the migration at %d nodes:\n", lastRes.nodes)
+	keys := make([]string, 0, len(lastRes.requests))
+	for k := range lastRes.requests {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Printf("  %-50s %d\n", k, lastRes.requests[k])
+	}
+	if lastRes.quietMeasured {
+		fmt.Printf("\nquiet window of %s after Ready at %d nodes: %d writes, %d reconciles\n",
+			cfg.quiet, lastRes.nodes, lastRes.quietWrites, lastRes.quietReconciles)
+	}
+}
