@@ -48,13 +48,21 @@ $(CRDS):
 	bash hack/calico-crds.sh
 
 .PHONY: test
-test: envtest-assets vet ## Run every test on envtest.
+test: envtest-assets build vet ## Run every test on envtest (the end-to-end scenarios against the simulator included).
 	# One package at a time: each envtest suite runs its own control plane.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./... -p 1 -count=1 -timeout 30m $(GINKGO_FLAGS)
 
 .PHONY: demo
 demo: envtest-assets ## Run the operator on a local control plane with a simulated Calico cluster.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/demo $(DEMO_ARGS)
+
+.PHONY: e2e-binaries
+e2e-binaries: envtest-assets ## Build the real Tigera operator, kube-controller-manager, kube-scheduler and kwok.
+	bash hack/e2e-binaries.sh
+
+.PHONY: e2e
+e2e: e2e-binaries build ## Run the end-to-end scenarios against the real Tigera operator.
+	E2E_BACKEND=real KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./test/e2e/ -count=1 -timeout 30m -v $(GINKGO_FLAGS)
 
 .PHONY: bench
 bench: envtest-assets build $(ENVTEST_ASSETS)/kubectl ## Benchmarks: migration at 10 to 5,000 nodes against the floor and the scripted runbook, and preflight aggregation.

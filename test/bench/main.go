@@ -254,10 +254,8 @@ func measure(ctx context.Context, cfg config, c client.WithWatch, kubeconfigs ma
 		return r, err
 	}
 	defer op.stop()
-	reconcilesBefore, err := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
-	if err != nil {
-		return r, err
-	}
+	// Absent until the first reconcile: zero.
+	reconcilesBefore, _ := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
 	mark, err := fileSize(auditLog)
 	if err != nil {
 		return r, err
@@ -360,8 +358,10 @@ func startWinready(ctx context.Context, cfg config, kubeconfig string) (*winread
 		return nil, fmt.Errorf("starting %s (run make build): %w", cfg.winready, err)
 	}
 	op := &winready{cmd: cmd, metrics: "http://" + addr + "/metrics"}
+	// Started means its caches have synced and its workers run, as for an
+	// operator that was installed before the migration is asked for.
 	for i := 0; ; i++ {
-		if _, err := op.metric("go_goroutines", ""); err == nil {
+		if _, err := op.metric("controller_runtime_active_workers", `controller="windowsreadiness"`); err == nil {
 			return op, nil
 		}
 		if i > 300 {
@@ -402,8 +402,8 @@ func (w *winready) metric(name, match string) (float64, error) {
 			found = true
 		}
 	}
-	if !found && match == "" {
-		return 0, fmt.Errorf("no metric %s", name)
+	if !found {
+		return 0, fmt.Errorf("no metric %s{%s}", name, match)
 	}
 	return sum, sc.Err()
 }

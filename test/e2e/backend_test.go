@@ -1,0 +1,142 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/winready/winready/test/calicosim"
+)
+
+// A backend is what plays Calico for the scenarios: the simulator, or the
+// real Tigera operator with a controller manager, a scheduler and kwok.
+// The scenarios only talk to the API server, so they are the same for both.
+type backend interface {
+	// Start brings up the control plane and what plays Calico.
+	Start(ctx context.Context) (*rest.Config, error)
+	// Seed creates the seed's main cluster and returns once Calico reports
+	// it healthy.
+	Seed(ctx context.Context, c client.Client, cl calicosim.Cluster) error
+	// Clean removes what Seed and the scenario created, so that the next
+	// scenario starts from scratch.
+	Clean(ctx context.Context, c client.Client) error
+	Stop() error
+}
+
+// crdPaths are winready's CRD and Calico's for the simulator backend.
+var repoRoot = filepath.Join("..", "..")
+
+// simBackend plays Calico with the simulator, in this process.
+type simBackend struct {
+	env    *envtest.Environment
+	cancel context.CancelFunc
+	done   chan error
+	scheme *runtime.Scheme
+}
+
+func (b *simBackend) Start(ctx context.Context) (*rest.Config, error) {
+	b.env = &envtest.Environment{
+		CRDDirectoryPaths: []string{filepath.Join(repoRoot, "config", "crd", "bases"),
+			filepath.Join(repoRoot, "bin", "crds", "operator"), filepath.Join(repoRoot, "bin", "crds", "calico")},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := b.env.Start()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: b.scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		return nil, err
+	}
+	sim := calicosim.New(calicosim.Options{})
+	if err := sim.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := calicosim.NewProbeAgents(operatorNamespace).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	b.cancel, b.done = cancel, make(chan error, 1)
+	go func() { b.done <- mgr.Start(mctx) }()
+	return cfg, nil
+}
+
+func (b *simBackend) Seed(ctx context.Context, c client.Client, cl calicosim.Cluster) error {
+	if err := calicosim.Seed(ctx, c, cl); err != nil {
+		return err
+	}
+	return calicosim.WaitSettled(ctx, c, 2*time.Minute)
+}
+
+func (b *simBackend) Clean(ctx context.Context, c client.Client) error {
+	return calicosim.Clean(ctx, c)
+}
+
+func (b *simBackend) Stop() error {
+	if b.cancel != nil {
+		b.cancel()
+		<-b.done
+	}
+	return b.env.Stop()
+}
+
+// process is a binary the suite runs, stopped with SIGTERM.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  *os.File
+}
+
+func startProcess(name, logDir string, env []string, bin string, args ...string) (*process, error) {
+	log, err := os.Create(filepath.Join(logDir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own process group, so that nothing it starts outlives the suite.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	return &process{name: name, cmd: cmd, log: log}, nil
+}
+
+func (p *process) Stop() error {
+	if p == nil || p.cmd.Process == nil {
+		return nil
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	return p.log.Close()
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !isAlreadyExists(err) {
+		return err
+	}
+	return nil
+}

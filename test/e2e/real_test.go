@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/test/calicosim"
+)
+
+// realBackend runs the real Tigera operator v1.43.0 against the envtest
+// control plane, with kube-controller-manager and kube-scheduler so that
+// DaemonSets get pods, and kwok so that those pods run on fake nodes. The
+// binaries come from hack/e2e-binaries.sh.
+type realBackend struct {
+	scheme *runtime.Scheme
+	logDir string
+	env    *envtest.Environment
+
+	mu       sync.Mutex
+	procs    []*process
+	stopping bool
+}
+
+func binPath(elem ...string) string {
+	return filepath.Join(append([]string{repoRoot, "bin"}, elem...)...)
+}
+
+func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
+	// The native projectcalico.org/v3 CRDs, as the operator prints them.
+	crds := filepath.Join(b.logDir, "calico-crds")
+	if err := os.MkdirAll(crds, 0o755); err != nil {
+		return nil, err
+	}
+	print := exec.Command(binPath("e2e", "tigera-operator"), "--print-calico-crds", "all")
+	print.Env = append(os.Environ(), "CALICO_API_GROUP=projectcalico.org/v3")
+	out, err := print.Output()
+	if err != nil {
+		return nil, fmt.Errorf("printing Calico's CRDs (run make e2e-binaries): %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(crds, "calico.yaml"), out, 0o600); err != nil {
+		return nil, err
+	}
+	b.env = &envtest.Environment{
+		CRDDirectoryPaths: []string{filepath.Join(repoRoot, "config", "crd", "bases"),
+			filepath.Join(repoRoot, "bin", "crds", "operator"), crds},
+		ErrorIfCRDPathMissing: true,
+	}
+	cfg, err := b.env.Start()
+	if err != nil {
+		return nil, err
+	}
+	admin, err := b.env.AddUser(envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}}, cfg)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := admin.KubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(b.logDir, "admin.kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: b.scheme})
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureNamespace(ctx, c, calico.OperatorNamespace); err != nil {
+		return nil, err
+	}
+	k8sBin := binPath("k8s", "1.37.2")
+	stages, err := filepath.Glob(binPath("e2e", "kwok-stages", "*.yaml"))
+	if err != nil || len(stages) == 0 {
+		return nil, fmt.Errorf("no kwok stages in bin/e2e/kwok-stages (run make e2e-binaries): %v", err)
+	}
+	kwokArgs := []string{"--kubeconfig", kubeconfig, "--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=fake", "--node-port=0", "--server-address="}
+	for _, s := range stages {
+		kwokArgs = append(kwokArgs, "--config", s)
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []struct {
+		name string
+		env  []string
+		bin  string
+		args []string
+	}{
+		{"kube-controller-manager", nil, filepath.Join(k8sBin, "kube-controller-manager"), []string{"--kubeconfig", kubeconfig,
+			"--controllers=*,-serviceaccount-token", "--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false"}},
+		{"kube-scheduler", nil, filepath.Join(k8sBin, "kube-scheduler"), []string{"--kubeconfig", kubeconfig,
+			"--leader-elect=false", "--secure-port=0"}},
+		{"kwok", nil, binPath("e2e", "kwok"), kwokArgs},
+		{"tigera-operator", []string{"OPERATOR_NAMESPACE=" + calico.OperatorNamespace, "KUBECONFIG=" + kubeconfig,
+			"KUBERNETES_SERVICE_HOST=" + host, "KUBERNETES_SERVICE_PORT=" + port, "CALICO_API_GROUP=projectcalico.org/v3"},
+			binPath("e2e", "tigera-operator"), []string{"--enable-leader-election=false"}},
+	} {
+		if err := b.supervise(p.name, p.env, p.bin, p.args...); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// supervise runs a binary and starts it again when it exits, as a
+// Deployment would: the Tigera operator exits on purpose when the
+// services-endpoint ConfigMap changes.
+func (b *realBackend) supervise(name string, env []string, bin string, args ...string) error {
+	p, err := startProcess(name, b.logDir, env, bin, args...)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.procs = append(b.procs, p)
+	b.mu.Unlock()
+	go func() {
+		for restart := 1; ; restart++ {
+			_ = p.cmd.Wait()
+			b.mu.Lock()
+			stopping := b.stopping
+			b.mu.Unlock()
+			if stopping {
+				return
+			}
+			time.Sleep(time.Second) // a crash-loop back-off, outside any test
+			next, err := startProcess(fmt.Sprintf("%s-%d", name, restart), b.logDir, env, bin, args...)
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.procs = append(b.procs, next)
+			b.mu.Unlock()
+			p = next
+		}
+	}()
+	return nil
+}
+
+// Seed creates what a platform team has before winready: nodes (played by
+// kwok), the Installation, the IPAM configuration, kubeadm's ConfigMap and
+// kube-dns; the real operator does the rest.
+func (b *realBackend) Seed(ctx context.Context, c client.Client, cl calicosim.Cluster) error {
+	for _, n := range cl.Nodes {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name,
+			Labels:      map[string]string{calico.OSLabel: "linux", "kubernetes.io/hostname": n.Name},
+			Annotations: map[string]string{kwokAnnotation: "fake"}}}
+		if err := c.Create(ctx, node); err != nil {
+			return err
+		}
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.InternalIP}}
+		if err := c.Status().Update(ctx, node); err != nil {
+			return err
+		}
+	}
+	kubeadm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadm-config"},
+		Data: map[string]string{"ClusterConfiguration": fmt.Sprintf("controlPlaneEndpoint: %s\nnetworking:\n  serviceSubnet: %s\n",
+			cl.KubeadmConfig.ControlPlaneEndpoint, cl.KubeadmConfig.ServiceSubnet)}}
+	dns := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}
+	ipam := &calicov3.IPAMConfiguration{ObjectMeta: metav1.ObjectMeta{Name: calico.IPAMConfigName},
+		Spec: calicov3.IPAMConfigurationSpec{StrictAffinity: *cl.StrictAffinity, AutoAllocateBlocks: true}}
+	bgp := cl.BGP
+	inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName},
+		Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: &bgp, IPPools: cl.Pools}}}
+	for _, obj := range []client.Object{kubeadm, dns, ipam, inst} {
+		if err := c.Create(ctx, obj); err != nil && !isAlreadyExists(err) {
+			return fmt.Errorf("seeding %T: %w", obj, err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return healthy() == nil && hasStatus(ctx, c, calico.StatusCalico), nil
+	})
+}
+
+func hasStatus(ctx context.Context, c client.Client, name string) bool {
+	return c.Get(ctx, client.ObjectKey{Name: name}, &operatorv1.TigeraStatus{}) == nil
+}
+
+// Clean removes the nodes; the control plane goes with Stop.
+func (b *realBackend) Clean(ctx context.Context, c client.Client) error {
+	var errs []error
+	for _, n := range []string{"linux-0", "linux-1", "linux-2", "win-1"} {
+		errs = append(errs, client.IgnoreNotFound(c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})))
+	}
+	return errors.Join(errs...)
+}
+
+func (b *realBackend) Stop() error {
+	b.mu.Lock()
+	b.stopping = true
+	procs := b.procs
+	b.mu.Unlock()
+	var errs []error
+	for i := len(procs) - 1; i >= 0; i-- {
+		errs = append(errs, procs[i].Stop())
+	}
+	if b.env != nil {
+		errs = append(errs, b.env.Stop())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,184 @@
+package e2e
+
+import (
+	"net"
+	"net/url"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/test/calicosim"
+)
+
+// mainCluster is the seed's main cluster, with kubeadm's record of the API
+// server pointing at this control plane, so that calico-node (and the Tigera
+// operator, which reads the same ConfigMap) can really use the address that
+// winready detects.
+func mainCluster() calicosim.Cluster {
+	cl := calicosim.MainCluster()
+	u, err := url.Parse(cfg.Host)
+	Expect(err).NotTo(HaveOccurred())
+	host, port, err := net.SplitHostPort(u.Host)
+	Expect(err).NotTo(HaveOccurred())
+	cl.KubeadmConfig.ControlPlaneEndpoint = net.JoinHostPort(host, port)
+	return cl
+}
+
+// touched is every field a migration may change.
+type touched struct {
+	Encapsulation    []operatorv1.EncapsulationType
+	BGP              *operatorv1.BGPOption
+	WindowsDataplane *operatorv1.WindowsDataplaneOption
+	WindowsNodes     bool
+	ServiceCIDRs     []string
+	StrictAffinity   *bool
+	ServicesEndpoint map[string]string
+}
+
+func installation() *operatorv1.Installation {
+	inst := &operatorv1.Installation{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: calico.InstallationName}, inst)).To(Succeed())
+	return inst
+}
+
+func touchedFields() touched {
+	inst := installation()
+	t := touched{BGP: inst.Spec.CalicoNetwork.BGP, WindowsDataplane: inst.Spec.CalicoNetwork.WindowsDataplane,
+		WindowsNodes: inst.Spec.WindowsNodes != nil, ServiceCIDRs: inst.Spec.ServiceCIDRs}
+	for _, p := range inst.Spec.CalicoNetwork.IPPools {
+		t.Encapsulation = append(t.Encapsulation, p.Encapsulation)
+	}
+	ipam := &calicov3.IPAMConfiguration{}
+	if err := k8s.Get(ctx, client.ObjectKey{Name: calico.IPAMConfigName}, ipam); err == nil {
+		t.StrictAffinity = &ipam.Spec.StrictAffinity
+	}
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: calico.OperatorNamespace, Name: calico.ServicesEndpointConfigMap}, cm); err == nil {
+		t.ServicesEndpoint = cm.Data
+	}
+	return t
+}
+
+func getWR() *v1alpha1.WindowsReadiness {
+	wr := &v1alpha1.WindowsReadiness{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr)).To(Succeed())
+	return wr
+}
+
+func phase() v1alpha1.Phase { return getWR().Status.Phase }
+
+func updateWR(mutate func(*v1alpha1.WindowsReadiness)) {
+	Eventually(func() error {
+		wr := getWR()
+		mutate(wr)
+		return k8s.Update(ctx, wr)
+	}).Should(Succeed())
+}
+
+func windowsNode() *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "win-1",
+		Labels:      map[string]string{calico.OSLabel: calico.OSWindows},
+		Annotations: map[string]string{kwokAnnotation: "fake"}}}
+}
+
+func daemonSetEnv(name, env string) string {
+	ds := &appsv1.DaemonSet{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: name}, ds)).To(Succeed())
+	v, _ := calico.ContainerEnv(ds, "calico-node", env)
+	return v
+}
+
+// healthy is every TigeraStatus Available, not Progressing, not Degraded.
+func healthy() error {
+	list := &operatorv1.TigeraStatusList{}
+	if err := k8s.List(ctx, list); err != nil {
+		return err
+	}
+	for _, ts := range list.Items {
+		if h := calico.HealthOf(&ts); !h.Available || h.Progressing || h.Degraded {
+			return errorf("TigeraStatus %s: %+v", ts.Name, h)
+		}
+	}
+	return nil
+}
+
+var _ = Describe("A platform team making its Calico cluster Windows-ready", Ordered, func() {
+	var original touched
+
+	BeforeAll(func() {
+		Expect(calicoBackend.Seed(ctx, k8s, mainCluster())).To(Succeed())
+		original = touchedFields()
+	})
+
+	AfterAll(func() {
+		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, wr))).To(Succeed())
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, windowsNode()))).To(Succeed())
+		Expect(calicoBackend.Clean(ctx, k8s)).To(Succeed())
+	})
+
+	It("keeps Windows nodes out while the cluster is not ready", func() {
+		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
+			Spec: v1alpha1.WindowsReadinessSpec{Paused: true, Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: skipProbe()}}}
+		Expect(k8s.Create(ctx, wr)).To(Succeed())
+		Eventually(phase).Should(Equal(v1alpha1.PhasePaused))
+		Eventually(func() error { return k8s.Create(ctx, windowsNode(), client.DryRunAll) }).
+			Should(MatchError(ContainSubstring("this cluster is not ready for Windows nodes yet (WindowsReadiness default is Paused)")))
+	})
+
+	It("migrates to Ready, and Calico runs the Windows-ready configuration", func() {
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		Eventually(phase).Should(Equal(v1alpha1.PhaseReady))
+
+		inst := installation()
+		for _, p := range inst.Spec.CalicoNetwork.IPPools {
+			Expect(p.Encapsulation).To(Equal(operatorv1.EncapsulationVXLAN), p.Name)
+			pool := &calicov3.IPPool{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Name: p.Name}, pool)).To(Succeed())
+			Expect(pool.Spec.VXLANMode).To(Equal(calicov3.VXLANModeAlways), p.Name)
+		}
+		Expect(inst.Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)))
+		Expect(inst.Spec.CalicoNetwork.WindowsDataplane).To(HaveValue(Equal(operatorv1.WindowsDataplaneHNS)))
+		Expect(inst.Spec.ServiceCIDRs).NotTo(BeEmpty())
+		Expect(daemonSetEnv(calico.NodeDaemonSet, calico.NetworkingBackendEnv)).To(Equal(calico.BackendVXLAN))
+		host, _, _ := net.SplitHostPort(mainCluster().KubeadmConfig.ControlPlaneEndpoint)
+		Expect(daemonSetEnv(calico.NodeDaemonSet, calico.ServiceHostKey)).To(Equal(host))
+		Expect(touchedFields().StrictAffinity).To(HaveValue(BeTrue()))
+		Expect(touchedFields().ServicesEndpoint).To(HaveKeyWithValue(calico.ServiceHostKey, host))
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.WindowsNodeDaemonSet}, &appsv1.DaemonSet{})).To(Succeed())
+		Eventually(healthy).Should(Succeed(), "every TigeraStatus Available")
+	})
+
+	It("rolls back to exactly what was there", func() {
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(touchedFields()).To(Equal(original))
+		Expect(daemonSetEnv(calico.NodeDaemonSet, calico.NetworkingBackendEnv)).NotTo(Equal(calico.BackendVXLAN))
+		Eventually(healthy).Should(Succeed())
+		By("leaving calico-node-windows behind, as the Tigera operator does")
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.WindowsNodeDaemonSet}, &appsv1.DaemonSet{})).To(Succeed())
+	})
+
+	It("refuses to roll back while a Windows node exists, and changes nothing", func() {
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionMigrate })
+		Eventually(phase).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(func() error { return k8s.Create(ctx, windowsNode()) }).Should(Succeed(), "a Ready cluster admits Windows nodes")
+		migrated := touchedFields()
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled))
+		Expect(getWR().Status.Message).To(ContainSubstring("Windows nodes have joined (win-1)"))
+		Consistently(touchedFields).Should(Equal(migrated))
+		err := k8s.Delete(ctx, windowsNode())
+		Expect(err == nil || apierrors.IsNotFound(err)).To(BeTrue())
+	})
+})
