@@ -57,15 +57,18 @@ func (e ServicesEndpoint) Observe(ctx context.Context, s *Scope, dir v1alpha1.Di
 			}
 		}
 	}
-	if !present {
-		want = map[string]string{calico.ServiceHostKey: "", calico.ServicePortKey: ""}
-	}
 	ds, err := calico.ReadDaemonSet(ctx, s.Client, calico.NodeDaemonSet)
 	if err != nil {
 		return State{}, err
 	}
 	if ds == nil {
 		return waiting("DaemonSet calico-system/calico-node to exist"), nil
+	}
+	if !present {
+		// Without the ConfigMap the Tigera operator renders its own address
+		// of the API server (the kubernetes Service's, from its pod): no
+		// value to wait for, only the rollout and Calico's health.
+		want = nil
 	}
 	for k, v := range want {
 		if got, _ := calico.ContainerEnv(ds, calico.NodeContainer, k); got != v {

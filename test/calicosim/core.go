@@ -114,7 +114,11 @@ func (r *coreController) reconcile(ctx context.Context, inst *operatorv1.Install
 		return false, nil
 	}
 
-	if err := r.sim.applyDaemonSet(ctx, renderCalicoNode(&inst.Spec, ep)); err != nil {
+	rendered, err := renderedEndpoint(ctx, r.sim.reader, cm)
+	if err != nil {
+		return false, err
+	}
+	if err := r.sim.applyDaemonSet(ctx, renderCalicoNode(&inst.Spec, rendered)); err != nil {
 		r.status.setDegraded(operatorv1.ResourceUpdateError, "Error creating / updating resource", err)
 		return false, err
 	}

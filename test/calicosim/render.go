@@ -26,6 +26,24 @@ func endpointFrom(cm *corev1.ConfigMap) serviceEndpoint {
 	return serviceEndpoint{host: cm.Data[envServiceHost], port: cm.Data[envServicePort]}
 }
 
+// renderedEndpoint is the endpoint the operator puts into calico-node: its
+// own KUBERNETES_SERVICE_HOST/PORT, which its Deployment takes from the
+// ConfigMap when there is one (the operator restarts when it changes) and
+// otherwise from the kubelet, that is the kubernetes Service's address.
+func renderedEndpoint(ctx context.Context, r client.Reader, cm *corev1.ConfigMap) (serviceEndpoint, error) {
+	if ep := endpointFrom(cm); ep.host != "" && ep.port != "" {
+		return ep, nil
+	}
+	svc := &corev1.Service{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, svc); err != nil {
+		return serviceEndpoint{}, client.IgnoreNotFound(err)
+	}
+	if svc.Spec.ClusterIP == "" || len(svc.Spec.Ports) == 0 {
+		return serviceEndpoint{}, nil
+	}
+	return serviceEndpoint{host: svc.Spec.ClusterIP, port: fmt.Sprint(svc.Spec.Ports[0].Port)}, nil
+}
+
 // envVars is k8sapi.ServiceEndpoint.EnvVars: both values or nothing.
 func (e serviceEndpoint) envVars() []corev1.EnvVar {
 	if e.host == "" || e.port == "" {

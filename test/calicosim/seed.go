@@ -101,7 +101,7 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 		return err
 	}
 	if k := cl.KubeadmConfig; k != nil {
-		if err := create(ctx, c, kubeadmConfigMap(k, cl.Pools)); err != nil {
+		if err := create(ctx, c, KubeadmConfigMap(k, cl.Pools)); err != nil {
 			return err
 		}
 	}
@@ -114,7 +114,6 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 			return err
 		}
 	}
-	var ep serviceEndpoint
 	if cl.ServicesEndpoint != nil {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: servicesEndpointCM},
@@ -123,7 +122,6 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 		if err := create(ctx, c, cm); err != nil {
 			return err
 		}
-		ep = endpointFrom(cm)
 	}
 
 	// What the operator made of the spec on an earlier run: pools and calico-node follow the defaulted spec.
@@ -141,7 +139,15 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 	}
 	fillCoreDefaults(defaulted, pools)
 
-	ds := renderCalicoNode(defaulted, ep)
+	var cm *corev1.ConfigMap
+	if cl.ServicesEndpoint != nil {
+		cm = &corev1.ConfigMap{Data: cl.ServicesEndpoint}
+	}
+	rendered, err := renderedEndpoint(ctx, c, cm)
+	if err != nil {
+		return err
+	}
+	ds := renderCalicoNode(defaulted, rendered)
 	if err := create(ctx, c, ds); err != nil {
 		return err
 	}
@@ -241,7 +247,8 @@ func createKubeDNS(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-func kubeadmConfigMap(k *KubeadmConfig, pools []operatorv1.IPPool) *corev1.ConfigMap {
+// KubeadmConfigMap is kube-system/kubeadm-config as kubeadm writes it.
+func KubeadmConfigMap(k *KubeadmConfig, pools []operatorv1.IPPool) *corev1.ConfigMap {
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n")
 	fmt.Fprintf(&b, "controlPlaneEndpoint: %s\nkubernetesVersion: v1.37.2\nnetworking:\n  dnsDomain: cluster.local\n", k.ControlPlaneEndpoint)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,8 +61,8 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 		return nil, err
 	}
 	b.env = &envtest.Environment{
-		CRDDirectoryPaths: []string{filepath.Join(repoRoot, "config", "crd", "bases"),
-			filepath.Join(repoRoot, "bin", "crds", "operator"), crds},
+		// The operator prints its own operator.tigera.io CRDs too (Calico's, not Enterprise's).
+		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases"), crds},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := b.env.Start()
@@ -94,9 +95,7 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 	}
 	kwokArgs := []string{"--kubeconfig", kubeconfig, "--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=fake", "--node-port=0", "--server-address="}
-	for _, s := range stages {
-		kwokArgs = append(kwokArgs, "--config", s)
-	}
+	kwokArgs = append(kwokArgs, "--config", strings.Join(stages, ","))
 	u, err := url.Parse(cfg.Host)
 	if err != nil {
 		return nil, err
@@ -177,9 +176,9 @@ func (b *realBackend) Seed(ctx context.Context, c client.Client, cl calicosim.Cl
 			return err
 		}
 	}
-	kubeadm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadm-config"},
-		Data: map[string]string{"ClusterConfiguration": fmt.Sprintf("controlPlaneEndpoint: %s\nnetworking:\n  serviceSubnet: %s\n",
-			cl.KubeadmConfig.ControlPlaneEndpoint, cl.KubeadmConfig.ServiceSubnet)}}
+	// The same kubeadm-config the simulator seeds: the Tigera operator reads
+	// its podSubnet.
+	kubeadm := calicosim.KubeadmConfigMap(cl.KubeadmConfig, cl.Pools)
 	dns := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}
 	ipam := &calicov3.IPAMConfiguration{ObjectMeta: metav1.ObjectMeta{Name: calico.IPAMConfigName},

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 
@@ -76,6 +77,18 @@ func getWR() *v1alpha1.WindowsReadiness {
 
 func phase() v1alpha1.Phase { return getWR().Status.Phase }
 
+// why says what winready and Calico report, for a failed wait.
+func why() string {
+	msg := "winready: " + getWR().Status.Message
+	list := &operatorv1.TigeraStatusList{}
+	if err := k8s.List(ctx, list); err == nil {
+		for _, ts := range list.Items {
+			msg += fmt.Sprintf("\nTigeraStatus %s: %+v", ts.Name, calico.HealthOf(&ts))
+		}
+	}
+	return msg
+}
+
 func updateWR(mutate func(*v1alpha1.WindowsReadiness)) {
 	Eventually(func() error {
 		wr := getWR()
@@ -130,14 +143,14 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
 			Spec: v1alpha1.WindowsReadinessSpec{Paused: true, Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: skipProbe()}}}
 		Expect(k8s.Create(ctx, wr)).To(Succeed())
-		Eventually(phase).Should(Equal(v1alpha1.PhasePaused))
+		Eventually(phase).Should(Equal(v1alpha1.PhasePaused), why)
 		Eventually(func() error { return k8s.Create(ctx, windowsNode(), client.DryRunAll) }).
 			Should(MatchError(ContainSubstring("this cluster is not ready for Windows nodes yet (WindowsReadiness default is Paused)")))
 	})
 
 	It("migrates to Ready, and Calico runs the Windows-ready configuration", func() {
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
-		Eventually(phase).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
 
 		inst := installation()
 		for _, p := range inst.Spec.CalicoNetwork.IPPools {
@@ -160,7 +173,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 
 	It("rolls back to exactly what was there", func() {
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack))
+		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
 		Expect(touchedFields()).To(Equal(original))
 		Expect(daemonSetEnv(calico.NodeDaemonSet, calico.NetworkingBackendEnv)).NotTo(Equal(calico.BackendVXLAN))
 		Eventually(healthy).Should(Succeed())
@@ -170,12 +183,12 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 
 	It("refuses to roll back while a Windows node exists, and changes nothing", func() {
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionMigrate })
-		Eventually(phase).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
 		Eventually(func() error { return k8s.Create(ctx, windowsNode()) }).Should(Succeed(), "a Ready cluster admits Windows nodes")
 		migrated := touchedFields()
 
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled))
+		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
 		Expect(getWR().Status.Message).To(ContainSubstring("Windows nodes have joined (win-1)"))
 		Consistently(touchedFields).Should(Equal(migrated))
 		err := k8s.Delete(ctx, windowsNode())
