@@ -85,8 +85,12 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureNamespace(ctx, c, calico.OperatorNamespace); err != nil {
-		return nil, err
+	// kwok's node heartbeats renew Leases in kube-node-lease: without them
+	// node lifecycle marks the nodes NotReady, and their pods unready.
+	for _, ns := range []string{calico.OperatorNamespace, "kube-node-lease"} {
+		if err := ensureNamespace(ctx, c, ns); err != nil {
+			return nil, err
+		}
 	}
 	k8sBin := binPath("k8s", "1.37.2")
 	stages, err := filepath.Glob(binPath("e2e", "kwok-stages", "*.yaml"))

@@ -86,6 +86,16 @@ func why() string {
 			msg += fmt.Sprintf("\nTigeraStatus %s: %+v", ts.Name, calico.HealthOf(&ts))
 		}
 	}
+	pods := &corev1.PodList{}
+	if err := k8s.List(ctx, pods, client.InNamespace(calico.SystemNamespace)); err == nil {
+		for _, p := range pods.Items {
+			ready := false
+			for _, c := range p.Status.Conditions {
+				ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+			}
+			msg += fmt.Sprintf("\npod %s on %q: %s ready=%t deleting=%t", p.Name, p.Spec.NodeName, p.Status.Phase, ready, p.DeletionTimestamp != nil)
+		}
+	}
 	return msg
 }
 
