@@ -98,7 +98,9 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 		return nil, fmt.Errorf("no kwok stages in bin/e2e/kwok-stages (run make e2e-binaries): %v", err)
 	}
 	kwokArgs := []string{"--kubeconfig", kubeconfig, "--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=fake", "--node-port=0", "--server-address="}
+		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=fake", "--node-port=0", "--server-address=",
+		// The node-heartbeat-with-lease stage renews Leases only with a lease duration.
+		"--node-lease-duration-seconds=40"}
 	kwokArgs = append(kwokArgs, "--config", strings.Join(stages, ","))
 	u, err := url.Parse(cfg.Host)
 	if err != nil {
