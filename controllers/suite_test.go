@@ -77,12 +77,9 @@ var _ = BeforeSuite(func() {
 	// The simulator plays the Tigera operator and the DaemonSet controller,
 	// in a manager of its own, for the whole suite.
 	Expect(k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
-	sim = calicosim.New(calicosim.Options{})
-	agents = calicosim.NewProbeAgents(operatorNamespace)
-	simMgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	simMgr, s, a, err := calicosim.NewManager(cfg, scheme, calicosim.Options{}, operatorNamespace)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(sim.SetupWithManager(simMgr)).To(Succeed())
-	Expect(agents.SetupWithManager(simMgr)).To(Succeed())
+	sim, agents = s, a
 	var ctx context.Context
 	ctx, simCancel = context.WithCancel(context.Background())
 	go func() {

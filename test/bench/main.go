@@ -32,12 +32,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
@@ -150,17 +148,11 @@ func run(cfg config) (err error) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
 		return err
 	}
-	sim := calicosim.New(calicosim.Options{RolloutStep: cfg.rolloutStep, StatusLag: cfg.statusLag})
 	simCfg := rest.CopyConfig(restCfg)
 	simCfg.UserAgent = "calicosim"
-	simMgr, err := ctrl.NewManager(simCfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	simMgr, _, _, err := calicosim.NewManager(simCfg, scheme,
+		calicosim.Options{RolloutStep: cfg.rolloutStep, StatusLag: cfg.statusLag}, operatorNamespace)
 	if err != nil {
-		return err
-	}
-	if err := sim.SetupWithManager(simMgr); err != nil {
-		return err
-	}
-	if err := calicosim.NewProbeAgents(operatorNamespace).SetupWithManager(simMgr); err != nil {
 		return err
 	}
 	simDone := make(chan error, 1)

@@ -103,17 +103,11 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	}
 	// The simulated Tigera operator runs with a status lag and a per-node
 	// rollout pace closer to a real cluster than the test suites use.
-	sim := calicosim.New(calicosim.Options{RolloutStep: 300 * time.Millisecond, StatusLag: 200 * time.Millisecond})
-	simMgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		return err
-	}
-	if err := sim.SetupWithManager(simMgr); err != nil {
-		return err
-	}
 	// The simulated nodes answer the UDP 4789 probe through the same API as
 	// real agents.
-	if err := calicosim.NewProbeAgents(operatorNamespace).SetupWithManager(simMgr); err != nil {
+	simMgr, _, _, err := calicosim.NewManager(cfg, scheme,
+		calicosim.Options{RolloutStep: 300 * time.Millisecond, StatusLag: 200 * time.Millisecond}, operatorNamespace)
+	if err != nil {
 		return err
 	}
 

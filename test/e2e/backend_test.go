@@ -13,10 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/winready/winready/test/calicosim"
 )
@@ -57,15 +55,8 @@ func (b *simBackend) Start(ctx context.Context) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: b.scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, _, _, err := calicosim.NewManager(cfg, b.scheme, calicosim.Options{}, operatorNamespace)
 	if err != nil {
-		return nil, err
-	}
-	sim := calicosim.New(calicosim.Options{})
-	if err := sim.SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	if err := calicosim.NewProbeAgents(operatorNamespace).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	mctx, cancel := context.WithCancel(ctx)
