@@ -30,6 +30,18 @@ func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction,
 		}
 		logger := log.FromContext(ctx).WithValues("step", step.Name(), "index", n, "direction", dir)
 		ctx := log.IntoContext(ctx, logger)
+		if p.finished(step.Name(), dir) {
+			// Calico applied this step before; later steps' changes make its
+			// TigeraStatus and rollouts move again, which is not this step's
+			// to wait for. Only the value itself is checked.
+			holds, err := step.Holds(ctx, s, dir)
+			if err != nil {
+				return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)
+			}
+			if holds {
+				continue
+			}
+		}
 		st, err := step.Observe(ctx, s, dir)
 		if err != nil {
 			return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)
@@ -58,12 +70,6 @@ func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction,
 			if st, err = step.Observe(ctx, s, dir); err != nil {
 				return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)
 			}
-		}
-		if st.Holds && p.finished(step.Name(), dir) {
-			// Calico applied this step before; later steps' changes make its
-			// TigeraStatus and rollouts move again, which is not this step's
-			// to wait for. The value itself is still checked above.
-			continue
 		}
 		if !st.Settled {
 			p.startStep(step.Name(), dir)

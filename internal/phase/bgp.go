@@ -30,9 +30,13 @@ func (BGP) target(s *Scope, dir v1alpha1.Direction) *string {
 	return &disabled
 }
 
+func (b BGP) Holds(_ context.Context, s *Scope, dir v1alpha1.Direction) (bool, error) {
+	return sameValue(calico.BGP(s.Installation), b.target(s, dir)), nil
+}
+
 func (b BGP) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
 	want := b.target(s, dir)
-	if !sameValue(calico.BGP(s.Installation), want) {
+	if ok, _ := b.Holds(ctx, s, dir); !ok {
 		return notHeld(), nil
 	}
 	ds, err := calico.ReadDaemonSet(ctx, s.Client, calico.NodeDaemonSet)

@@ -62,8 +62,12 @@ func targetEncapsulation(s *Scope, dir v1alpha1.Direction, p operatorv1.IPPool) 
 	return p.Encapsulation, true
 }
 
+func (e Encapsulation) Holds(_ context.Context, s *Scope, dir v1alpha1.Direction) (bool, error) {
+	return len(e.plan(s, dir)) == 0, nil
+}
+
 func (e Encapsulation) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
-	if len(e.plan(s, dir)) > 0 {
+	if ok, _ := e.Holds(ctx, s, dir); !ok {
 		return notHeld(), nil
 	}
 	for _, p := range calico.IPPools(s.Installation) {

@@ -55,6 +55,9 @@ type Step interface {
 	// Observe looks at the cluster for the target of direction dir: the
 	// Windows-ready value when migrating, the original when rolling back.
 	Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error)
+	// Holds is the first half of Observe: whether the cluster holds the
+	// target, without asking whether Calico has applied it.
+	Holds(ctx context.Context, s *Scope, dir v1alpha1.Direction) (bool, error)
 	// Change makes one guarded write toward the target.
 	Change(ctx context.Context, s *Scope, dir v1alpha1.Direction) error
 	// Plan describes the changes Change would make now.

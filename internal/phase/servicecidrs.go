@@ -32,10 +32,13 @@ func (ServiceCIDRs) target(s *Scope, dir v1alpha1.Direction) []string {
 	return s.Targets.ServiceCIDRs
 }
 
+func (c ServiceCIDRs) Holds(_ context.Context, s *Scope, dir v1alpha1.Direction) (bool, error) {
+	want, current := c.target(s, dir), s.Installation.Spec.ServiceCIDRs
+	return slices.Equal(current, want) && (current == nil) == (want == nil), nil
+}
+
 func (c ServiceCIDRs) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
-	want := c.target(s, dir)
-	current := s.Installation.Spec.ServiceCIDRs
-	if !slices.Equal(current, want) || (current == nil) != (want == nil) {
+	if ok, _ := c.Holds(ctx, s, dir); !ok {
 		return notHeld(), nil
 	}
 	return settledAt(ctx, s, calico.StatusCalico)

@@ -41,22 +41,28 @@ func (ServicesEndpoint) target(s *Scope, dir v1alpha1.Direction) (bool, map[stri
 	return true, map[string]string{calico.ServiceHostKey: s.Targets.Host, calico.ServicePortKey: s.Targets.Port}
 }
 
-func (e ServicesEndpoint) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
+func (e ServicesEndpoint) Holds(ctx context.Context, s *Scope, dir v1alpha1.Direction) (bool, error) {
 	cm, err := calico.GetServicesEndpoint(ctx, s.Client)
 	if err != nil {
-		return State{}, err
+		return false, err
 	}
 	present, want := e.target(s, dir)
 	if (cm != nil) != present {
-		return notHeld(), nil
+		return false, nil
 	}
-	if cm != nil {
-		for k, v := range want {
-			if cm.Data[k] != v {
-				return notHeld(), nil
-			}
+	for k, v := range want {
+		if cm != nil && cm.Data[k] != v {
+			return false, nil
 		}
 	}
+	return true, nil
+}
+
+func (e ServicesEndpoint) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
+	if ok, err := e.Holds(ctx, s, dir); err != nil || !ok {
+		return notHeld(), err
+	}
+	present, want := e.target(s, dir)
 	ds, err := calico.ReadDaemonSet(ctx, s.Client, calico.NodeDaemonSet)
 	if err != nil {
 		return State{}, err

@@ -26,17 +26,21 @@ func (StrictAffinity) Record(ctx context.Context, s *Scope, o *v1alpha1.Original
 	return nil
 }
 
-func (StrictAffinity) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
-	cfg, err := calico.GetIPAMConfig(ctx, s.Reader)
-	if err != nil {
-		return State{}, err
-	}
-	want := wantIPAM(s, dir)
-	if (cfg != nil) != want.Present || (cfg != nil && cfg.Spec.StrictAffinity != want.StrictAffinity) {
-		return notHeld(), nil
+func (a StrictAffinity) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
+	if ok, err := a.Holds(ctx, s, dir); err != nil || !ok {
+		return notHeld(), err
 	}
 	// Calico reads the IPAM configuration at allocation time: nothing rolls out.
 	return done(), nil
+}
+
+func (StrictAffinity) Holds(ctx context.Context, s *Scope, dir v1alpha1.Direction) (bool, error) {
+	cfg, err := calico.GetIPAMConfig(ctx, s.Reader)
+	if err != nil {
+		return false, err
+	}
+	want := wantIPAM(s, dir)
+	return (cfg != nil) == want.Present && (cfg == nil || cfg.Spec.StrictAffinity == want.StrictAffinity), nil
 }
 
 func (StrictAffinity) Change(ctx context.Context, s *Scope, dir v1alpha1.Direction) error {

@@ -37,8 +37,12 @@ func staleWindowsNodes(s *Scope, dir v1alpha1.Direction) bool {
 		s.Installation.Spec.WindowsNodes != nil
 }
 
+func (w WindowsDataplane) Holds(_ context.Context, s *Scope, dir v1alpha1.Direction) (bool, error) {
+	return sameValue(calico.WindowsDataplane(s.Installation), w.target(s, dir)) && !staleWindowsNodes(s, dir), nil
+}
+
 func (w WindowsDataplane) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
-	if !sameValue(calico.WindowsDataplane(s.Installation), w.target(s, dir)) || staleWindowsNodes(s, dir) {
+	if ok, _ := w.Holds(ctx, s, dir); !ok {
 		return notHeld(), nil
 	}
 	if dir == v1alpha1.DirectionRollback {
