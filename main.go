@@ -2,9 +2,12 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -20,40 +23,103 @@ import (
 // Linux node during preflight, and the responder an admin runs on a future
 // Windows node.
 func main() {
-	run := runOperator
-	args := os.Args[1:]
-	if len(args) > 0 {
-		switch args[0] {
-		case "probe":
-			run, args = runProbe, args[1:]
-		case "respond":
-			run, args = runRespond, args[1:]
-		}
-	}
-	if err := run(args); err != nil {
-		fmt.Fprintln(os.Stderr, "winready:", err)
-		os.Exit(1)
-	}
+	os.Exit(dispatch(os.Args[1:], os.Stderr, commands{
+		operator: runOperator,
+		probe:    runProbe,
+		respond:  runRespond,
+	}))
 }
 
-func runOperator(args []string) error {
-	fs := flag.NewFlagSet("winready", flag.ContinueOnError)
-	var (
-		kubeconfig  = fs.String("kubeconfig", "", "path to a kubeconfig; in a pod the service account is used")
-		namespace   = fs.String("namespace", "winready-system", "the operator's namespace: leader election lease and probe rounds")
-		leaderElect = fs.Bool("leader-elect", true, "elect a leader so that only one replica changes the cluster")
-		metricsAddr = fs.String("metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
-		probeAddr   = fs.String("health-probe-bind-address", ":8081", "address of the health and readiness probes")
-		probeImage  = fs.String("probe-image", os.Getenv("WINREADY_IMAGE"), "image of the UDP 4789 probe agents: this operator's own (env WINREADY_IMAGE)")
-	)
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+// commands are what dispatch may run; tests replace them.
+type commands struct {
+	operator func(operatorOptions) error
+	probe    func(args []string) error
+	respond  func(args []string) error
+}
 
-	cfg, err := restConfig(*kubeconfig)
+const usageText = `Usage:
+  winready [flags]           run the operator (in a pod, or against --kubeconfig)
+  winready probe [flags]     the UDP 4789 probe agent the operator runs on every Linux node during preflight
+  winready respond [flags]   answer the probes on a future Windows node
+
+"winready probe -h" and "winready respond -h" list their flags.
+
+Operator flags:
+`
+
+// dispatch runs the command args name and returns the exit status: 0 on
+// success or help, 1 when the command fails, 2 on a usage error. An unknown
+// command or a stray argument runs nothing.
+func dispatch(args []string, stderr io.Writer, cmds commands) int {
+	fs, opts := operatorFlags()
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+	}
+	usageError := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "winready: "+format+"\n", a...)
+		fs.Usage()
+		return 2
+	}
+
+	var err error
+	switch {
+	case len(args) > 0 && args[0] == "probe":
+		err = cmds.probe(args[1:])
+	case len(args) > 0 && args[0] == "respond":
+		err = cmds.respond(args[1:])
+	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
+		return usageError("unknown command %q", args[0])
+	default:
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2 // the flag package has printed the error and the usage
+		}
+		if fs.NArg() > 0 {
+			return usageError("unexpected argument %q", fs.Arg(0))
+		}
+		err = cmds.operator(*opts)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "winready:", err)
+		return 1
+	}
+	return 0
+}
+
+type operatorOptions struct {
+	kubeconfig  string
+	namespace   string
+	leaderElect bool
+	metricsAddr string
+	probeAddr   string
+	probeImage  string
+	zap         zap.Options
+}
+
+func operatorFlags() (*flag.FlagSet, *operatorOptions) {
+	o := &operatorOptions{}
+	fs := flag.NewFlagSet("winready", flag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; in a pod the service account is used")
+	fs.StringVar(&o.namespace, "namespace", "winready-system", "the operator's namespace: leader election lease and probe rounds")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so that only one replica changes the cluster")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
+	fs.StringVar(&o.probeImage, "probe-image", os.Getenv("WINREADY_IMAGE"), "image of the UDP 4789 probe agents: this operator's own (env WINREADY_IMAGE)")
+	o.zap.BindFlags(fs)
+	return fs, o
+}
+
+func runOperator(o operatorOptions) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+
+	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -63,12 +129,12 @@ func runOperator(args []string) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Cache:                   controllers.CacheOptions(*namespace),
-		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
-		HealthProbeBindAddress:  *probeAddr,
-		LeaderElection:          *leaderElect,
+		Cache:                   controllers.CacheOptions(o.namespace),
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "winready.winready.io",
-		LeaderElectionNamespace: *namespace,
+		LeaderElectionNamespace: o.namespace,
 		// Hand over quickly on a clean shutdown: the migration resumes from
 		// what the cluster shows, so nothing is lost.
 		LeaderElectionReleaseOnCancel: true,
@@ -76,7 +142,7 @@ func runOperator(args []string) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	r, err := controllers.NewReconciler(mgr, *namespace, *probeImage)
+	r, err := controllers.NewReconciler(mgr, o.namespace, o.probeImage)
 	if err != nil {
 		return err
 	}
