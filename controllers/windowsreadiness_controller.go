@@ -123,6 +123,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// After the status: the gate's message reads the phase from the object.
 	if gerr := gate.Ensure(ctx, r.Client, wr); gerr != nil {
+		if ctx.Err() != nil {
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, errors.Join(err, gerr)
 	}
 	return result, err
