@@ -10,14 +10,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
+	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,9 +52,13 @@ func main() {
 }
 
 func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
-	logf.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(logLevel(verbose))))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The managers stop before the control plane does.
+	mgrCtx, stopManagers := context.WithCancel(ctx)
+	defer stopManagers()
+	logf.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(logLevel(verbose)),
+		zap.RawZapOpts(uberzap.WrapCore(func(c zapcore.Core) zapcore.Core { return quietShutdown{c, mgrCtx} }))))
 
 	env := &envtest.Environment{
 		CRDDirectoryPaths: []string{
@@ -127,8 +132,6 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	// The managers stop before the control plane does.
-	mgrCtx, stopManagers := context.WithCancel(ctx)
 	errs := make(chan error, 2)
 	go func() { errs <- simMgr.Start(mgrCtx) }()
 	go func() { errs <- mgr.Start(mgrCtx) }()
@@ -154,9 +157,7 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	}
 	fmt.Printf("applied config/samples: windowsreadiness.winready.io/%s created\n\n", sample.Name)
 
-	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tDIRECTION\tPHASE\tREADY\tMESSAGE\tELAPSED")
-	_ = tw.Flush()
+	tbl := newTable(os.Stdout, sample.Name)
 	last := ""
 	for {
 		select {
@@ -174,13 +175,13 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 			if !ok {
 				continue
 			}
-			row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", wr.Name, wr.Spec.Direction, wr.Status.Phase, ready(wr), wr.Status.Message)
-			if row == last {
+			row := []string{wr.Name, string(wr.Spec.Direction), string(wr.Status.Phase), ready(wr), wr.Status.Message}
+			shown := strings.Join(row, "\x00")
+			if shown == last {
 				continue
 			}
-			last = row
-			fmt.Fprintf(tw, "%s\t%s\n", row, time.Since(start).Round(10*time.Millisecond))
-			_ = tw.Flush()
+			last = shown
+			tbl.row(row[0], row[1], row[2], row[3], time.Since(start).Round(10*time.Millisecond).String(), row[4])
 			if wr.Status.Phase == v1alpha1.PhaseReady {
 				calico, own := 0, 0
 				for key, n := range r.Writes.Snapshot() {
@@ -201,6 +202,44 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 			}
 		}
 	}
+}
+
+// table prints the watch as `kubectl get wr -w` does, but with every column
+// as wide as its longest value can be, so that rows printed one at a time
+// line up under the header. MESSAGE, of any length, comes last.
+type table struct {
+	out    io.Writer
+	widths []int // of every column but the last
+}
+
+func newTable(out io.Writer, name string) *table {
+	phase := 0
+	for _, p := range []v1alpha1.Phase{v1alpha1.PhasePending, v1alpha1.PhasePreflight, v1alpha1.PhasePlanned,
+		v1alpha1.PhaseAwaitingApproval, v1alpha1.PhaseMigrating, v1alpha1.PhaseReady, v1alpha1.PhaseRollingBack,
+		v1alpha1.PhaseRolledBack, v1alpha1.PhasePaused, v1alpha1.PhaseStalled} {
+		phase = max(phase, len(p))
+	}
+	header := []string{"NAME", "DIRECTION", "PHASE", "READY", "AGE", "MESSAGE"}
+	t := &table{out: out, widths: []int{
+		max(len(header[0]), len(name)),
+		max(len(header[1]), len(v1alpha1.DirectionMigrate), len(v1alpha1.DirectionRollback)),
+		max(len(header[2]), phase),
+		max(len(header[3]), len(metav1.ConditionUnknown)),
+		max(len(header[4]), len("10m59.99s")),
+	}}
+	t.row(header...)
+	return t
+}
+
+// row prints one line; a value wider than its column pushes the rest of that
+// line right rather than being cut.
+func (t *table) row(cols ...string) {
+	var b strings.Builder
+	for i, c := range cols[:len(cols)-1] {
+		fmt.Fprintf(&b, "%-*s   ", t.widths[i], c)
+	}
+	b.WriteString(cols[len(cols)-1])
+	fmt.Fprintln(t.out, strings.TrimRight(b.String(), " "))
 }
 
 func ready(wr *v1alpha1.WindowsReadiness) string {
@@ -224,6 +263,36 @@ func readSample(scheme *runtime.Scheme) (*v1alpha1.WindowsReadiness, error) {
 		return nil, fmt.Errorf("decoding %s: %w", path, err)
 	}
 	return wr, nil
+}
+
+// quietShutdown drops the errors that are only the managers' context being
+// cancelled once they stop: a request or a reconcile cut short by the demo's
+// own shutdown is not a failure. Every other entry is written.
+type quietShutdown struct {
+	zapcore.Core
+	managers context.Context
+}
+
+func (q quietShutdown) With(fields []zapcore.Field) zapcore.Core {
+	return quietShutdown{q.Core.With(fields), q.managers}
+}
+
+func (q quietShutdown) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if q.Enabled(e.Level) {
+		return ce.AddCore(e, q)
+	}
+	return ce
+}
+
+func (q quietShutdown) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	if q.managers.Err() != nil {
+		for _, f := range fields {
+			if err, ok := f.Interface.(error); ok && f.Type == zapcore.ErrorType && errors.Is(err, context.Canceled) {
+				return nil
+			}
+		}
+	}
+	return q.Core.Write(e, fields)
 }
 
 func logLevel(verbose bool) zapcore.Level {
