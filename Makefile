@@ -5,7 +5,7 @@ SHELL := /usr/bin/env bash -o pipefail
 export GONOSUMDB ?= github.com/tigera,github.com/projectcalico
 K8S_VERSION ?= 1.37.2
 ENVTEST_ASSETS := $(CURDIR)/bin/k8s/$(K8S_VERSION)
-CRDS := $(CURDIR)/bin/crds/.operator-v1.43.0
+CRDS := $(CURDIR)/bin/crds/.operator-v1.43.0-2
 IMG ?= winready:dev
 GINKGO_FLAGS ?=
 

@@ -20,6 +20,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/gate"
+	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -169,6 +170,8 @@ func resetCluster(op *operator) {
 	}
 	deleteNode("win-1")
 	deleteWR()
+	Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: operatorNamespace, Name: record.Name}}))).To(Succeed())
 	sim.ClearFault()
 	sim.ReleaseRollouts()
 	agents.Reset()
@@ -177,4 +180,19 @@ func resetCluster(op *operator) {
 
 func deleteNode(name string) {
 	Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
+}
+
+// createOrReplace creates obj, or replaces the spec of an object of that name
+// (such as the FelixConfiguration the Tigera operator writes).
+func createOrReplace(obj client.Object) error {
+	err := k8s.Create(ctx, obj)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	current := obj.DeepCopyObject().(client.Object)
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), current); err != nil {
+		return err
+	}
+	obj.SetResourceVersion(current.GetResourceVersion())
+	return k8s.Update(ctx, obj)
 }

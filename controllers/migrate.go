@@ -2,13 +2,16 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/winready/winready/internal/detect"
 	"github.com/winready/winready/internal/phase"
 	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/record"
 )
 
 // migrate moves the cluster forward. Before the first change it runs the
@@ -42,21 +46,8 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 		return ctrl.Result{}, err
 	}
 	s := &phase.Scope{Client: p.r.Client, Reader: p.r.APIReader, Installation: inst, Targets: targetsOf(p.wr.Status.Targets)}
-	if p.wr.Status.Originals == nil {
-		originals := &v1alpha1.Originals{RecordedAt: metav1.NewTime(p.r.Clock.Now())}
-		for _, step := range steps {
-			if err := step.Record(ctx, s, originals); err != nil {
-				return ctrl.Result{}, fmt.Errorf("recording originals of %s: %w", step.Name(), err)
-			}
-		}
-		p.wr.Status.Originals = originals
-		p.resetSteps(steps)
-		p.progress(conditions.ReasonProgressing, "recorded the original values; starting the migration")
-		p.wr.Status.Phase = conditions.Phase(p.wr)
-		if err := p.persist(ctx); err != nil {
-			return ctrl.Result{}, err
-		}
-		p.event(corev1.EventTypeNormal, "OriginalsRecorded", "Record", "recorded the values the migration will change")
+	if err := p.ensureOriginals(ctx, s, steps); err != nil {
+		return ctrl.Result{}, err
 	}
 	s.Originals = p.wr.Status.Originals
 	p.set(conditions.RollbackAllowed, metav1.ConditionTrue, conditions.ReasonNoWindowsNodes, "no Windows node has joined")
@@ -64,6 +55,9 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 		p.set(conditions.RollbackAllowed, metav1.ConditionFalse, conditions.ReasonWindowsNodesPresent, windowsNodesMessage(p.wr.Status.WindowsNodes))
 	}
 
+	if p.wr.Spec.DryRun {
+		return ctrl.Result{}, p.planOnly(ctx, s, v1alpha1.DirectionMigrate, steps)
+	}
 	done, result, err := p.walk(ctx, s, v1alpha1.DirectionMigrate, steps, p.migrationBlocked)
 	if err != nil || !done {
 		return result, err
@@ -83,7 +77,7 @@ func (p *pass) migrationBlocked(ctx context.Context, step v1alpha1.StepName) (st
 	if reason, why := p.awaitingApproval(step); reason != "" {
 		return reason, why, nil
 	}
-	return p.calicoBlocked(ctx)
+	return p.calicoBlocked(ctx, step, v1alpha1.DirectionMigrate)
 }
 
 // disruptive are the steps that move traffic: pools change encapsulation,
@@ -110,16 +104,33 @@ func (p *pass) dryRun(ctx context.Context, inst *operatorv1.Installation, steps 
 		return err
 	}
 	s := &phase.Scope{Client: p.r.Client, Reader: p.r.APIReader, Installation: inst, Targets: targetsOf(p.wr.Status.Targets)}
+	return p.planOnly(ctx, s, v1alpha1.DirectionMigrate, steps)
+}
+
+// planOnly writes into status.plan every change the steps would still make
+// toward direction dir, from the cluster as it is, and changes nothing: a dry
+// run holds at any moment, midway and for a rollback too.
+func (p *pass) planOnly(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction, steps []phase.Step) error {
 	var plan []v1alpha1.PlannedChange
 	for _, step := range steps {
-		changes, err := step.Plan(ctx, s, v1alpha1.DirectionMigrate)
+		changes, err := step.Plan(ctx, s, dir)
 		if err != nil {
 			return fmt.Errorf("planning %s: %w", step.Name(), err)
 		}
 		plan = append(plan, changes...)
 	}
+	if len(plan) > maxPlan {
+		plan = plan[:maxPlan]
+	}
 	p.wr.Status.Plan = plan
-	msg := fmt.Sprintf("dry run: %d changes planned in status.plan, none made; the UDP 4789 probe runs when spec.dryRun is false", len(plan))
+	what := "the migration"
+	if dir == v1alpha1.DirectionRollback {
+		what = "the rollback"
+	}
+	msg := fmt.Sprintf("dry run: %d changes of %s planned in status.plan, none made; set spec.dryRun: false to apply them", len(plan), what)
+	if p.wr.Status.Originals == nil {
+		msg += "; the UDP 4789 probe runs then"
+	}
 	p.set(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonDryRun, "")
 	p.set(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonDryRun, msg)
 	p.set(conditions.Ready, metav1.ConditionFalse, conditions.ReasonDryRun, msg)
@@ -127,6 +138,9 @@ func (p *pass) dryRun(ctx context.Context, inst *operatorv1.Installation, steps 
 	p.wr.Status.ObservedGeneration = p.wr.Generation
 	return nil
 }
+
+// maxPlan is the CRD's bound on status.plan.
+const maxPlan = 64
 
 // preflight runs the compatibility checks and records them. It returns false
 // when a check failed; the migration then stalls before any change.
@@ -204,6 +218,9 @@ func (p *pass) resolveTargets(ctx context.Context, inst *operatorv1.Installation
 	default:
 		cidrs, source, err := detect.ServiceCIDRs(ctx, p.r.APIReader)
 		if err != nil {
+			if !errors.Is(err, detect.ErrNotFound) {
+				return false, err
+			}
 			p.stall(conditions.ReasonDetectionFailed, "cannot find the "+err.Error())
 			return false, nil
 		}
@@ -225,6 +242,9 @@ func (p *pass) resolveTargets(ctx context.Context, inst *operatorv1.Installation
 	default:
 		ep, err := detect.APIServer(ctx, p.r.APIReader)
 		if err != nil {
+			if !errors.Is(err, detect.ErrNotFound) {
+				return false, err
+			}
 			p.stall(conditions.ReasonDetectionFailed, "cannot find the "+err.Error())
 			return false, nil
 		}
@@ -253,4 +273,68 @@ func targetsOf(t *v1alpha1.Targets) phase.Targets {
 
 func windowsNodesMessage(names []string) string {
 	return fmt.Sprintf("Windows nodes have joined (%s): they need VXLAN without BGP, so the cluster cannot go back", strings.Join(names, ", "))
+}
+
+// ensureOriginals makes the status and the durable record agree on the
+// originals before any change. The record is written before the first change
+// and wins: it outlives the WindowsReadiness, whose status may be lost (a
+// delete and re-apply) or stale (a restore from a backup).
+func (p *pass) ensureOriginals(ctx context.Context, s *phase.Scope, steps []phase.Step) error {
+	saved, err := record.Load(ctx, p.r.APIReader, p.r.Namespace)
+	if err != nil {
+		return err
+	}
+	switch {
+	case saved != nil && p.wr.Status.Originals == nil:
+		p.wr.Status.Originals = saved
+		p.resetSteps(steps)
+		msg := fmt.Sprintf("read back from ConfigMap %s/%s, recorded at %s before the first change; "+
+			"the migration goes on from what the cluster shows", p.r.Namespace, record.Name, saved.RecordedAt.UTC().Format(time.RFC3339))
+		p.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord, msg)
+		p.event(corev1.EventTypeNormal, conditions.ReasonRestoredRecord, "Record", "the originals were %s", msg)
+	case saved != nil && !equality.Semantic.DeepEqual(saved, p.wr.Status.Originals):
+		p.wr.Status.Originals = saved
+		msg := fmt.Sprintf("status.originals disagreed with ConfigMap %s/%s, which was written before the first change and is used",
+			p.r.Namespace, record.Name)
+		p.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord, msg)
+		p.event(corev1.EventTypeWarning, conditions.ReasonOriginalsMismatch, "Record", "%s", msg)
+	case saved == nil && p.wr.Status.Originals != nil:
+		// Recorded by a winready that kept them in the status only.
+		if err := record.Save(ctx, p.r.Client, p.r.Namespace, p.wr.Status.Originals); err != nil {
+			return err
+		}
+	case saved == nil:
+		return p.recordOriginals(ctx, s, steps)
+	}
+	return nil
+}
+
+// recordOriginals records the values the migration will change into the
+// durable record first, then the status, before the first change.
+func (p *pass) recordOriginals(ctx context.Context, s *phase.Scope, steps []phase.Step) error {
+	originals := &v1alpha1.Originals{RecordedAt: metav1.NewTime(p.r.Clock.Now().Truncate(time.Second))}
+	for _, step := range steps {
+		if err := step.Record(ctx, s, originals); err != nil {
+			return fmt.Errorf("recording originals of %s: %w", step.Name(), err)
+		}
+	}
+	if err := record.Save(ctx, p.r.Client, p.r.Namespace, originals); err != nil {
+		return err
+	}
+	p.wr.Status.Originals = originals
+	p.resetSteps(steps)
+	msg := fmt.Sprintf("recorded in the status and in ConfigMap %s/%s before the first change", p.r.Namespace, record.Name)
+	if migrated := record.Migrated(originals); len(migrated) > 0 {
+		msg = fmt.Sprintf("%s; the cluster already held %s and no earlier record exists, so a rollback keeps those values",
+			msg, strings.Join(migrated, ", "))
+		p.event(corev1.EventTypeWarning, conditions.ReasonOriginalsMismatch, "Record", "%s", msg)
+	}
+	p.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRecorded, msg)
+	p.progress(conditions.ReasonProgressing, "recorded the original values; starting the migration")
+	p.wr.Status.Phase = conditions.Phase(p.wr)
+	if err := p.persist(ctx); err != nil {
+		return err
+	}
+	p.event(corev1.EventTypeNormal, "OriginalsRecorded", "Record", "recorded the values the migration will change")
+	return nil
 }

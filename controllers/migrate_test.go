@@ -139,7 +139,8 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 				BlockSize: ptr.To[int32](26), NATOutgoing: operatorv1.NATOutgoingEnabled},
 			operatorv1.IPPool{Name: "already-vxlan", CIDR: "172.22.0.0/16", Encapsulation: operatorv1.EncapsulationVXLAN,
 				BlockSize: ptr.To[int32](26), NATOutgoing: operatorv1.NATOutgoingEnabled},
-			operatorv1.IPPool{Name: "ipv6", CIDR: "fd00:10::/48", Encapsulation: operatorv1.EncapsulationNone,
+			// Turning BGP off needs every pool encapsulated, IPv6 ones included.
+			operatorv1.IPPool{Name: "ipv6", CIDR: "fd00:10::/48", Encapsulation: operatorv1.EncapsulationVXLAN,
 				BlockSize: ptr.To[int32](122), NATOutgoing: operatorv1.NATOutgoingDisabled},
 		)
 		seed(cl)
@@ -155,7 +156,7 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 			"default-ipv4-ippool": operatorv1.EncapsulationVXLAN,
 			"second":              operatorv1.EncapsulationVXLAN,
 			"already-vxlan":       operatorv1.EncapsulationVXLAN,
-			"ipv6":                operatorv1.EncapsulationNone,
+			"ipv6":                operatorv1.EncapsulationVXLAN,
 		}))
 		Expect(ipPool("second").Spec.VXLANMode).To(BeEquivalentTo("Always"))
 		Expect(condition(conditions.PreflightPassed)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightWarnings),

@@ -41,7 +41,7 @@ var _ = Describe("The preflight on seeded Calico objects", func() {
 	DescribeTable("reports each check with the fix",
 		func(objects func() []client.Object, acknowledge []v1alpha1.Acknowledgement, name string, result v1alpha1.CheckResult, message string) {
 			for _, obj := range objects() {
-				Expect(k8s.Create(ctx, obj)).To(Succeed())
+				Expect(createOrReplace(obj)).To(Succeed())
 				DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
 			}
 			// Paused: the preflight runs, the migration does not.

@@ -2,10 +2,12 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,6 +15,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/phase"
+	"github.com/winready/winready/internal/record"
 )
 
 // rollback runs the steps backwards and restores the recorded originals. It is
@@ -29,6 +32,17 @@ func (p *pass) rollback(ctx context.Context, inst *operatorv1.Installation) (ctr
 		return ctrl.Result{}, nil
 	}
 	p.set(conditions.RollbackAllowed, metav1.ConditionTrue, conditions.ReasonNoWindowsNodes, "no Windows node has joined")
+	// The durable record wins over the status: it outlives a deleted and
+	// re-applied WindowsReadiness.
+	saved, err := record.Load(ctx, p.r.APIReader, p.r.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if saved != nil && !equality.Semantic.DeepEqual(saved, p.wr.Status.Originals) {
+		p.wr.Status.Originals = saved
+		p.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord,
+			fmt.Sprintf("read back from ConfigMap %s/%s, recorded before the first change", p.r.Namespace, record.Name))
+	}
 	if p.wr.Status.Originals == nil {
 		// Either a finished rollback cleared them, or no change was ever made.
 		if ready := meta.FindStatusCondition(p.wr.Status.Conditions, conditions.Ready); ready != nil &&
@@ -44,11 +58,18 @@ func (p *pass) rollback(ctx context.Context, inst *operatorv1.Installation) (ctr
 	slices.Reverse(steps)
 	s := &phase.Scope{Client: p.r.Client, Reader: p.r.APIReader, Installation: inst,
 		Originals: p.wr.Status.Originals, Targets: targetsOf(p.wr.Status.Targets)}
+	if p.wr.Spec.DryRun {
+		return ctrl.Result{}, p.planOnly(ctx, s, v1alpha1.DirectionRollback, steps)
+	}
+	p.wr.Status.Plan = nil
 	done, result, err := p.walk(ctx, s, v1alpha1.DirectionRollback, steps, p.rollbackBlocked)
 	if err != nil || !done {
 		return result, err
 	}
 	// Every recorded value is back; a later migration records them afresh.
+	if err := record.Delete(ctx, p.r.Client, p.r.Namespace); err != nil {
+		return ctrl.Result{}, err
+	}
 	p.wr.Status.Originals = nil
 	p.wr.Status.Targets = nil
 	p.event(corev1.EventTypeNormal, conditions.ReasonRolledBack, "Rollback", "every value the migration changed is restored")
@@ -76,5 +97,5 @@ func (p *pass) rollbackBlocked(ctx context.Context, step v1alpha1.StepName) (str
 		p.set(conditions.RollbackAllowed, metav1.ConditionFalse, conditions.ReasonWindowsNodesPresent, msg)
 		return conditions.ReasonWindowsNodesPresent, msg, nil
 	}
-	return p.calicoBlocked(ctx)
+	return p.calicoBlocked(ctx, step, v1alpha1.DirectionRollback)
 }

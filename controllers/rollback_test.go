@@ -5,6 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,8 @@ type touched struct {
 	ServiceCIDRs     []string
 	IPAM             *calicov3.IPAMConfigurationSpec
 	ServicesEndpoint map[string]string
+	// NodeEnv is the API server address calico-node runs with.
+	NodeEnv [2]string
 }
 
 func touchedFields() touched {
@@ -42,6 +45,10 @@ func touchedFields() touched {
 	if cm := servicesEndpoint(); cm != nil {
 		t.ServicesEndpoint = cm.Data
 	}
+	ds := &appsv1.DaemonSet{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}, ds)).To(Succeed())
+	t.NodeEnv[0], _ = calico.ContainerEnv(ds, calico.NodeContainer, calico.ServiceHostKey)
+	t.NodeEnv[1], _ = calico.ContainerEnv(ds, calico.NodeContainer, calico.ServicePortKey)
 	return t
 }
 

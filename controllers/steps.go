@@ -73,10 +73,14 @@ func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction,
 		}
 		if !st.Settled {
 			p.startStep(step.Name(), dir)
-			msg := fmt.Sprintf("step %d/%d (%s): waiting for %s", n, total, step.Name(), st.Waiting)
 			if !st.Holds {
-				msg = fmt.Sprintf("step %d/%d (%s): the change did not take; retrying", n, total, step.Name())
+				// The cache has not seen the write yet, or someone changed the
+				// object in between: look again soon.
+				msg := fmt.Sprintf("step %d/%d (%s): waiting for the change to show", n, total, step.Name())
+				p.wait(ctx, step.Name(), msg)
+				return false, ctrl.Result{RequeueAfter: p.r.guardRetry()}, nil
 			}
+			msg := fmt.Sprintf("step %d/%d (%s): waiting for %s", n, total, step.Name(), st.Waiting)
 			return false, p.wait(ctx, step.Name(), msg), nil
 		}
 		p.finishStep(step.Name(), dir)
@@ -91,10 +95,7 @@ func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction,
 func (p *pass) wait(ctx context.Context, name v1alpha1.StepName, msg string) ctrl.Result {
 	step := p.step(name)
 	step.Message = msg
-	timeout := DefaultPhaseTimeout
-	if p.wr.Spec.PhaseTimeout != nil {
-		timeout = p.wr.Spec.PhaseTimeout.Duration
-	}
+	timeout := p.stepDeadline()
 	waited := p.r.Clock.Since(step.StartedAt.Time)
 	if waited >= timeout {
 		p.stall(conditions.ReasonStepTimeout, fmt.Sprintf("%s for %s, longer than spec.phaseTimeout %s. "+
@@ -210,19 +211,67 @@ func stateVerb(dir v1alpha1.Direction) string {
 }
 
 // calicoBlocked returns why no change may be made while Calico is unhealthy:
-// a Degraded TigeraStatus means a change now could make things worse.
-func (p *pass) calicoBlocked(ctx context.Context) (string, string, error) {
+// a Degraded TigeraStatus means a change now could make things worse. When
+// the Degraded state began after winready's own last change, the way out is
+// through winready: a rollback, or a re-run of that step toward a corrected
+// target, goes ahead (and says so).
+func (p *pass) calicoBlocked(ctx context.Context, step v1alpha1.StepName, dir v1alpha1.Direction) (string, string, error) {
 	for _, name := range []string{calico.StatusCalico, calico.StatusIPPools} {
 		h, err := calico.ReadHealth(ctx, p.r.Client, name)
 		if err != nil {
 			return "", "", err
 		}
-		if h.Degraded {
-			msg := fmt.Sprintf("TigeraStatus %s is Degraded (%s); no change is made until it recovers", name, h.Message)
-			p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, msg)
-			return conditions.ReasonCalicoDegraded, msg, nil
+		if !h.Degraded {
+			continue
 		}
+		msg := fmt.Sprintf("TigeraStatus %s is Degraded (%s); no change is made until it recovers", name, h.Message)
+		if last := p.lastChange(); last != nil && !h.DegradedSince.IsZero() && !h.DegradedSince.Before(last.StartedAt.Time) {
+			switch {
+			case dir == v1alpha1.DirectionRollback:
+				p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, fmt.Sprintf(
+					"TigeraStatus %s is Degraded (%s) since winready changed step %s: the rollback goes on to undo it", name, h.Message, last.Name))
+				return "", "", nil
+			case step == last.Name:
+				p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, fmt.Sprintf(
+					"TigeraStatus %s is Degraded (%s) since winready changed step %s: re-running it toward the corrected target", name, h.Message, last.Name))
+				return "", "", nil
+			}
+			msg = fmt.Sprintf("TigeraStatus %s is Degraded (%s) since winready changed step %s; set spec.direction: Rollback to undo it, "+
+				"or correct the spec so that step %s runs again", name, h.Message, last.Name, last.Name)
+		}
+		p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, msg)
+		if p.degradedTooLong(h) {
+			return conditions.ReasonStepTimeout, msg + fmt.Sprintf("; Degraded for longer than the step deadline %s", p.stepDeadline()), nil
+		}
+		return conditions.ReasonCalicoDegraded, msg, nil
 	}
 	p.set(conditions.CalicoHealthy, metav1.ConditionTrue, conditions.ReasonCalicoHealthy, "no TigeraStatus is Degraded")
 	return "", "", nil
+}
+
+// lastChange is the step winready changed most recently, nil when none.
+func (p *pass) lastChange() *v1alpha1.StepStatus {
+	var last *v1alpha1.StepStatus
+	for i := range p.wr.Status.Steps {
+		st := &p.wr.Status.Steps[i]
+		if st.Changed && st.StartedAt != nil && (last == nil || !st.StartedAt.Before(last.StartedAt)) {
+			last = st
+		}
+	}
+	return last
+}
+
+// stepDeadline is how long a step may wait, and Calico may stay Degraded,
+// before a person is asked.
+func (p *pass) stepDeadline() time.Duration {
+	if p.wr.Spec.PhaseTimeout != nil {
+		return p.wr.Spec.PhaseTimeout.Duration
+	}
+	return DefaultPhaseTimeout
+}
+
+// degradedTooLong reports whether Calico has been Degraded for longer than
+// the step deadline.
+func (p *pass) degradedTooLong(h calico.Health) bool {
+	return !h.DegradedSince.IsZero() && p.r.Clock.Since(h.DegradedSince) >= p.stepDeadline()
 }

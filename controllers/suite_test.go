@@ -121,6 +121,8 @@ type operatorOptions struct {
 	writes *metrics.WriteCounter
 	// metricsAddr serves the metrics endpoint; empty disables it.
 	metricsAddr string
+	// flaky, when set, makes a share of the reconciler's requests fail.
+	flaky *flakiness
 }
 
 // startOperator starts winready's manager; stop it with stop().
@@ -164,7 +166,13 @@ func startOperatorWith(o operatorOptions) *operator {
 	Expect(err).NotTo(HaveOccurred())
 	r.Clock = clock
 	r.GuardRetry = 20 * time.Millisecond
-	r.Client = client.WithFieldOwner(&metrics.CountingClient{Client: mgr.GetClient(), Writes: writes}, controllers.FieldOwner)
+	var c client.Client = mgr.GetClient()
+	if o.flaky != nil {
+		c = &flakyClient{Client: c, f: o.flaky}
+		r.APIReader = &flakyReader{Reader: r.APIReader, f: o.flaky}
+	}
+	r.RetryBase, r.RetryMax = 10*time.Millisecond, 200*time.Millisecond
+	r.Client = client.WithFieldOwner(&metrics.CountingClient{Client: c, Writes: writes}, controllers.FieldOwner)
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clock, writes: writes, cancel: cancel, done: make(chan struct{})}

@@ -16,10 +16,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -59,9 +61,14 @@ type Reconciler struct {
 	Namespace string
 	// ProbeImage is the image of the probe agents: the operator's own.
 	ProbeImage string
-	// GuardRetry and PreflightRetry override the defaults (tests shorten them).
+	// GuardRetry, PreflightRetry, RetryBase and RetryMax override the
+	// defaults (tests shorten them).
 	GuardRetry     time.Duration
 	PreflightRetry time.Duration
+	RetryBase      time.Duration
+	RetryMax       time.Duration
+
+	retries backoff
 }
 
 // +kubebuilder:rbac:groups=winready.io,resources=windowsreadinesses,verbs=get;list;watch
@@ -70,7 +77,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=operator.tigera.io,resources=tigerastatuses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=projectcalico.org,resources=ipamconfigurations,verbs=get;create;patch;delete
 // +kubebuilder:rbac:groups=projectcalico.org,resources=ippools;felixconfigurations;bgpconfigurations,verbs=get
-// +kubebuilder:rbac:groups=projectcalico.org,resources=bgppeers;networkpolicies;globalnetworkpolicies;ipamblocks,verbs=list
+// +kubebuilder:rbac:groups=projectcalico.org,resources=bgppeers;networkpolicies;globalnetworkpolicies;ipamblocks;ippools,verbs=list
+// +kubebuilder:rbac:groups=crd.projectcalico.org,resources=ipamblocks,verbs=list
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list
 // +kubebuilder:rbac:groups=apps,namespace=calico-system,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
@@ -91,6 +99,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// be seen, or a finished step would be waited for again.
 	wr := &v1alpha1.WindowsReadiness{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, wr); err != nil {
+		if ctx.Err() != nil {
+			// The manager is stopping: the next one starts from the cluster.
+			return ctrl.Result{}, nil
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if wr.Name != v1alpha1.Name {
@@ -104,14 +116,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The manager is stopping: the next one starts from the cluster.
 		return ctrl.Result{}, nil
 	}
-	if err != nil && !errors.Is(err, calico.ErrGuardFailed) {
-		log.FromContext(ctx).Error(err, "reconcile failed", "direction", wr.Spec.Direction)
-	}
-	if errors.Is(err, calico.ErrGuardFailed) {
+	switch {
+	case errors.Is(err, calico.ErrGuardFailed):
 		// Someone else changed the Installation between read and patch: read
 		// it again soon rather than report a failure.
 		log.FromContext(ctx).V(1).Info("installation changed under a patch, retrying", "error", err.Error())
 		err, result = nil, ctrl.Result{RequeueAfter: r.guardRetry()}
+	case err != nil:
+		// Any other failure of a read or write reaches the status with the
+		// server's message, and is retried with a capped backoff.
+		after := r.retries.next(r.retryBase(), r.retryMax())
+		log.FromContext(ctx).Info("reconcile failed, retrying", "error", err.Error(), "after", after)
+		p.retrying(err, after)
+		err, result = nil, ctrl.Result{RequeueAfter: after}
+	default:
+		r.retries.reset()
 	}
 	wr.Status.Phase = conditions.Phase(wr)
 	metrics.RecordStatus(wr)
@@ -119,7 +138,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if ctx.Err() != nil {
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, errors.Join(err, perr)
+		// The status could not be written: the error goes to the controller's
+		// own backoff and the log, the only places left.
+		return ctrl.Result{}, perr
 	}
 	// After the status: the gate's message reads the phase from the object.
 	if gerr := gate.Ensure(ctx, r.Client, wr); gerr != nil {
@@ -141,6 +162,7 @@ type pass struct {
 
 // persist writes the status when it changed.
 func (p *pass) persist(ctx context.Context) error {
+	boundStatus(&p.wr.Status)
 	if equality.Semantic.DeepEqual(p.before.Status, p.wr.Status) {
 		return nil
 	}
@@ -225,18 +247,19 @@ func (p *pass) event(eventType, reason, action, note string, args ...any) {
 	}
 }
 
-func (r *Reconciler) guardRetry() time.Duration {
-	if r.GuardRetry > 0 {
-		return r.GuardRetry
-	}
-	return DefaultGuardRetry
-}
-
+func (r *Reconciler) guardRetry() time.Duration { return orDefault(r.GuardRetry, DefaultGuardRetry) }
 func (r *Reconciler) preflightRetry() time.Duration {
-	if r.PreflightRetry > 0 {
-		return r.PreflightRetry
+	return orDefault(r.PreflightRetry, DefaultPreflightRetry)
+}
+func (r *Reconciler) retryBase() time.Duration { return orDefault(r.RetryBase, DefaultRetryBase) }
+func (r *Reconciler) retryMax() time.Duration  { return orDefault(r.RetryMax, DefaultRetryMax) }
+
+// orDefault is d, or def when d is not set.
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
 	}
-	return DefaultPreflightRetry
+	return def
 }
 
 // SetupWithManager watches the WindowsReadiness and everything a step waits
@@ -250,6 +273,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("windowsreadiness").
+		// Errors the reconciler cannot put into the status (reading the object,
+		// writing its status) back off as its own do: capped at a minute.
+		WithOptions(controller.Options{RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[ctrl.Request](
+			r.retryBase(), r.retryMax())}).
 		For(&v1alpha1.WindowsReadiness{}, builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&operatorv1.Installation{}, toDefault).

@@ -280,6 +280,22 @@ type OriginalConfigMap struct {
 	Present bool `json:"present"`
 	// +optional
 	Data map[string]string `json:"data,omitempty"`
+	// NodeEnv is the API server address calico-node ran with before the
+	// migration. The Tigera operator keeps the ConfigMap's last values in
+	// memory after the ConfigMap is deleted, so a rollback writes these values
+	// into the ConfigMap, waits for calico-node to run with them, and only
+	// then deletes it. Absent in records made before it existed.
+	// +optional
+	NodeEnv *ServiceEndpointEnv `json:"nodeEnv,omitempty"`
+}
+
+// ServiceEndpointEnv is calico-node's KUBERNETES_SERVICE_HOST and
+// KUBERNETES_SERVICE_PORT; empty when not set.
+type ServiceEndpointEnv struct {
+	// +optional
+	Host string `json:"host,omitempty"`
+	// +optional
+	Port string `json:"port,omitempty"`
 }
 
 // Originals holds the value of everything the migration changes, recorded

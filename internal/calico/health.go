@@ -3,6 +3,7 @@ package calico
 import (
 	"context"
 	"fmt"
+	"time"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -24,6 +25,8 @@ type Health struct {
 	ObservedGeneration int64
 	// Message is the Degraded message, else the Progressing one.
 	Message string
+	// DegradedSince is when the Degraded condition last turned True.
+	DegradedSince time.Time
 }
 
 // ReadHealth reads a TigeraStatus.
@@ -57,6 +60,7 @@ func HealthOf(ts *operatorv1.TigeraStatus) Health {
 			h.Degraded = on
 			if on {
 				h.Message = c.Message
+				h.DegradedSince = c.LastTransitionTime.Time
 			}
 		default:
 			continue

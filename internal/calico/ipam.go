@@ -67,3 +67,12 @@ func GetIPPool(ctx context.Context, r client.Reader, name string) (*calicov3.IPP
 	}
 	return pool, nil
 }
+
+// ListIPPools lists every projectcalico.org/v3 IPPool in the cluster.
+func ListIPPools(ctx context.Context, r client.Reader) ([]calicov3.IPPool, error) {
+	list := &calicov3.IPPoolList{}
+	if err := r.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing ippools: %w", err)
+	}
+	return list.Items, nil
+}

@@ -36,6 +36,10 @@ const (
 	// IPAMConfigName is the cluster's IPAM configuration.
 	IPAMConfigName = "default"
 
+	// ManagedByLabel marks the IPPools the Tigera operator writes and owns.
+	ManagedByLabel    = "app.kubernetes.io/managed-by"
+	ManagedByOperator = "tigera-operator"
+
 	// OSLabel and OSWindows identify Windows nodes.
 	OSLabel   = "kubernetes.io/os"
 	OSWindows = "windows"

@@ -23,6 +23,9 @@ const (
 	CalicoHealthy = "CalicoHealthy"
 	// DirectAPIServerAddress is False when the services endpoint is a DNS name.
 	DirectAPIServerAddress = "DirectAPIServerAddress"
+	// OriginalsRecorded says where the originals a rollback restores come
+	// from: recorded now, or read back from the durable record.
+	OriginalsRecorded = "OriginalsRecorded"
 )
 
 // Reasons.
@@ -51,6 +54,14 @@ const (
 	ReasonRollingBack          = "RollingBack"
 	ReasonAddress              = "Address"
 	ReasonHostname             = "Hostname"
+	// ReasonRetrying: a read or write failed (a server error, a timeout, a
+	// denial); it is retried with a capped backoff, never turned into a stall.
+	ReasonRetrying = "RetryingAfterError"
+	// ReasonOriginalsMismatch: the cluster already looks migrated and the
+	// durable record of the originals is missing or disagrees.
+	ReasonOriginalsMismatch = "OriginalsUnsafe"
+	ReasonRecorded          = "Recorded"
+	ReasonRestoredRecord    = "RestoredFromRecord"
 )
 
 // Set sets a condition at the object's generation.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -71,20 +72,48 @@ func (e Encapsulation) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direc
 		return notHeld(), nil
 	}
 	for _, p := range calico.IPPools(s.Installation) {
+		if !calico.IsIPv4(p.CIDR) {
+			// winready never changes IPv6 pools, so it never waits on them.
+			continue
+		}
 		pool, err := calico.GetIPPool(ctx, s.Reader, p.Name)
 		if err != nil {
 			return State{}, err
 		}
 		want := calico.VXLANMode(p.Encapsulation)
-		if pool == nil || pool.Spec.VXLANMode != want {
+		if pool == nil || calico.PoolVXLANMode(pool) != want {
 			got := "absent"
 			if pool != nil {
-				got = string(pool.Spec.VXLANMode)
+				got = string(calico.PoolVXLANMode(pool))
 			}
 			return waiting(fmt.Sprintf("IPPool %s to get vxlanMode %s (is %s)", p.Name, want, got)), nil
 		}
 	}
+	if dir == v1alpha1.DirectionMigrate {
+		if st, err := e.foreignPools(ctx, s); err != nil || !st.Settled {
+			return st, err
+		}
+	}
 	return settledAt(ctx, s, calico.StatusIPPools, calico.StatusCalico)
+}
+
+// foreignPools waits until every enabled IPv4 workload pool in the cluster,
+// including pools the Installation does not describe, uses VXLAN always:
+// Windows nodes route only through VXLAN. winready changes pools only through
+// the Installation, so a pool outside it has to be moved by a person.
+func (Encapsulation) foreignPools(ctx context.Context, s *Scope) (State, error) {
+	pools, err := calico.ListIPPools(ctx, s.Reader)
+	if err != nil {
+		return State{}, err
+	}
+	for _, pool := range pools {
+		if calico.ServesWindowsWorkloads(&pool) && calico.PoolVXLANMode(&pool) != calicov3.VXLANModeAlways {
+			return waiting(fmt.Sprintf("IPPool %s (%s, not in the Installation) to get vxlanMode Always: winready "+
+				"changes pools only through the Installation; add it to spec.calicoNetwork.ipPools with encapsulation VXLAN, "+
+				"or set its vxlanMode: Always and ipipMode: Never", pool.Name, pool.Spec.CIDR)), nil
+		}
+	}
+	return done(), nil
 }
 
 func (e Encapsulation) Change(ctx context.Context, s *Scope, dir v1alpha1.Direction) error {

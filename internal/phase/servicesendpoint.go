@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"maps"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 )
@@ -13,6 +16,14 @@ import (
 // tigera-operator/kubernetes-services-endpoint: Windows nodes have no
 // kube-proxy to reach the kubernetes Service before Calico runs. The Tigera
 // operator copies it into calico-node's environment, which rolls calico-node out.
+//
+// The operator keeps the ConfigMap's last values in memory when the ConfigMap
+// is deleted (until the operator restarts), so deleting it would leave
+// calico-node on the direct address and move it back at some unplanned
+// restart. A rollback of a ConfigMap that did not exist therefore goes in two
+// moves: it writes the address calico-node had before the migration, waits
+// for that rollout, and only then deletes the ConfigMap; the operator's memory
+// then holds what its own environment says, and nothing is left to forget.
 type ServicesEndpoint struct{}
 
 func (ServicesEndpoint) Name() v1alpha1.StepName { return v1alpha1.StepServicesEndpoint }
@@ -26,59 +37,123 @@ func (ServicesEndpoint) Record(ctx context.Context, s *Scope, o *v1alpha1.Origin
 	if cm != nil {
 		o.ServicesEndpoint.Data = maps.Clone(cm.Data)
 	}
+	ds, err := calico.ReadDaemonSet(ctx, s.Client, calico.NodeDaemonSet)
+	if err != nil {
+		return err
+	}
+	if ds != nil {
+		env := nodeEnv(ds)
+		o.ServicesEndpoint.NodeEnv = &env
+	}
 	return nil
 }
 
-// target is the ConfigMap to reach: present or not, and its two keys.
-func (ServicesEndpoint) target(s *Scope, dir v1alpha1.Direction) (bool, map[string]string) {
-	if dir == v1alpha1.DirectionRollback {
-		o := s.Originals.ServicesEndpoint
-		return o.Present, map[string]string{
-			calico.ServiceHostKey: o.Data[calico.ServiceHostKey],
-			calico.ServicePortKey: o.Data[calico.ServicePortKey],
+// nodeEnv is the API server address calico-node's template carries.
+func nodeEnv(ds *appsv1.DaemonSet) v1alpha1.ServiceEndpointEnv {
+	host, _ := calico.ContainerEnv(ds, calico.NodeContainer, calico.ServiceHostKey)
+	port, _ := calico.ContainerEnv(ds, calico.NodeContainer, calico.ServicePortKey)
+	return v1alpha1.ServiceEndpointEnv{Host: host, Port: port}
+}
+
+// endpointTarget is where the ConfigMap must be now and what calico-node must
+// then run with.
+type endpointTarget struct {
+	// present and data are the ConfigMap to reach.
+	present bool
+	data    map[string]string
+	// env is what calico-node must run with; nil when the operator's own
+	// address is not known (records made before NodeEnv existed).
+	env *v1alpha1.ServiceEndpointEnv
+	// handover is true while a rollback holds the ConfigMap at the values
+	// calico-node had before, on its way to deleting it.
+	handover bool
+}
+
+// target is the next ConfigMap state toward direction dir, given what the
+// cluster shows now (cm and ds may be nil).
+func (ServicesEndpoint) target(s *Scope, dir v1alpha1.Direction, cm *corev1.ConfigMap, ds *appsv1.DaemonSet) endpointTarget {
+	if dir != v1alpha1.DirectionRollback {
+		data := map[string]string{calico.ServiceHostKey: s.Targets.Host, calico.ServicePortKey: s.Targets.Port}
+		return endpointTarget{present: true, data: data, env: &v1alpha1.ServiceEndpointEnv{Host: s.Targets.Host, Port: s.Targets.Port}}
+	}
+	o := s.Originals.ServicesEndpoint
+	if o.Present {
+		data := map[string]string{calico.ServiceHostKey: o.Data[calico.ServiceHostKey], calico.ServicePortKey: o.Data[calico.ServicePortKey]}
+		return endpointTarget{present: true, data: data, env: o.NodeEnv}
+	}
+	if o.NodeEnv == nil {
+		return endpointTarget{}
+	}
+	// The ConfigMap did not exist: hand the operator the old address first.
+	handover := endpointTarget{present: true, handover: true, env: o.NodeEnv,
+		data: map[string]string{calico.ServiceHostKey: o.NodeEnv.Host, calico.ServicePortKey: o.NodeEnv.Port}}
+	if ds == nil || nodeEnv(ds) != *o.NodeEnv {
+		return handover
+	}
+	if done, _ := calico.RolloutDone(ds); cm != nil && (!done || !sameData(cm, handover.data)) {
+		return handover
+	}
+	return endpointTarget{env: o.NodeEnv}
+}
+
+// sameData reports whether the ConfigMap holds exactly want for its two keys
+// ("" meaning absent).
+func sameData(cm *corev1.ConfigMap, want map[string]string) bool {
+	for k, v := range want {
+		if cm.Data[k] != v {
+			return false
 		}
 	}
-	return true, map[string]string{calico.ServiceHostKey: s.Targets.Host, calico.ServicePortKey: s.Targets.Port}
+	return true
+}
+
+// read reads the ConfigMap and calico-node.
+func (ServicesEndpoint) read(ctx context.Context, s *Scope) (*corev1.ConfigMap, *appsv1.DaemonSet, error) {
+	cm, err := calico.GetServicesEndpoint(ctx, s.Client)
+	if err != nil {
+		return nil, nil, err
+	}
+	ds, err := calico.ReadDaemonSet(ctx, s.Client, calico.NodeDaemonSet)
+	return cm, ds, err
+}
+
+func holds(cm *corev1.ConfigMap, t endpointTarget) bool {
+	if (cm != nil) != t.present {
+		return false
+	}
+	return cm == nil || sameData(cm, t.data)
 }
 
 func (e ServicesEndpoint) Holds(ctx context.Context, s *Scope, dir v1alpha1.Direction) (bool, error) {
-	cm, err := calico.GetServicesEndpoint(ctx, s.Client)
+	cm, ds, err := e.read(ctx, s)
 	if err != nil {
 		return false, err
 	}
-	present, want := e.target(s, dir)
-	if (cm != nil) != present {
+	t := e.target(s, dir, cm, ds)
+	if t.handover {
+		// Half way: the step is not where it is going.
 		return false, nil
 	}
-	for k, v := range want {
-		if cm != nil && cm.Data[k] != v {
-			return false, nil
-		}
-	}
-	return true, nil
+	return holds(cm, t), nil
 }
 
 func (e ServicesEndpoint) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
-	if ok, err := e.Holds(ctx, s, dir); err != nil || !ok {
-		return notHeld(), err
-	}
-	present, want := e.target(s, dir)
-	ds, err := calico.ReadDaemonSet(ctx, s.Client, calico.NodeDaemonSet)
+	cm, ds, err := e.read(ctx, s)
 	if err != nil {
 		return State{}, err
+	}
+	t := e.target(s, dir, cm, ds)
+	if !holds(cm, t) {
+		return notHeld(), nil
 	}
 	if ds == nil {
 		return waiting("DaemonSet calico-system/calico-node to exist"), nil
 	}
-	if !present {
-		// Without the ConfigMap the Tigera operator renders its own address
-		// of the API server (the kubernetes Service's, from its pod): no
-		// value to wait for, only the rollout and Calico's health.
-		want = nil
-	}
-	for k, v := range want {
-		if got, _ := calico.ContainerEnv(ds, calico.NodeContainer, k); got != v {
-			return waiting(fmt.Sprintf("the Tigera operator to render calico-node with %s=%q (is %q)", k, v, got)), nil
+	if t.env != nil {
+		if got := nodeEnv(ds); got != *t.env {
+			why := fmt.Sprintf("the Tigera operator to render calico-node with %s=%q %s=%q (is %q %q)",
+				calico.ServiceHostKey, t.env.Host, calico.ServicePortKey, t.env.Port, got.Host, got.Port)
+			return waiting(why), nil
 		}
 	}
 	if ok, why := calico.RolloutDone(ds); !ok {
@@ -88,31 +163,27 @@ func (e ServicesEndpoint) Observe(ctx context.Context, s *Scope, dir v1alpha1.Di
 }
 
 func (e ServicesEndpoint) Change(ctx context.Context, s *Scope, dir v1alpha1.Direction) error {
-	cm, err := calico.GetServicesEndpoint(ctx, s.Client)
+	cm, ds, err := e.read(ctx, s)
 	if err != nil {
 		return err
 	}
-	present, want := e.target(s, dir)
-	if !present {
-		if cm == nil {
-			return nil
-		}
+	t := e.target(s, dir, cm, ds)
+	if holds(cm, t) {
+		return nil
+	}
+	if !t.present {
 		return calico.DeleteServicesEndpoint(ctx, s.Client, cm)
 	}
-	return calico.SetServicesEndpoint(ctx, s.Client, cm, want)
+	return calico.SetServicesEndpoint(ctx, s.Client, cm, t.data)
 }
 
 func (e ServicesEndpoint) Plan(ctx context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error) {
-	cm, err := calico.GetServicesEndpoint(ctx, s.Client)
+	cm, ds, err := e.read(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	present, want := e.target(s, dir)
+	t := e.target(s, dir, cm, ds)
 	object := "ConfigMap " + calico.OperatorNamespace + "/" + calico.ServicesEndpointConfigMap
-	if cm != nil && !present {
-		return []v1alpha1.PlannedChange{{Step: v1alpha1.StepServicesEndpoint, Object: object, Field: "(object)",
-			Before: "present", After: Absent + " (deleted)"}}, nil
-	}
 	var changes []v1alpha1.PlannedChange
 	for _, key := range []string{calico.ServiceHostKey, calico.ServicePortKey} {
 		var before *string
@@ -121,11 +192,19 @@ func (e ServicesEndpoint) Plan(ctx context.Context, s *Scope, dir v1alpha1.Direc
 				before = &v
 			}
 		}
-		after := nonEmpty(want[key])
+		after := nonEmpty(t.data[key])
 		if !sameValue(before, after) {
 			changes = append(changes, v1alpha1.PlannedChange{Step: v1alpha1.StepServicesEndpoint, Object: object,
 				Field: "data." + key, Before: show(before), After: show(after)})
 		}
+	}
+	if cm != nil && !t.present {
+		return []v1alpha1.PlannedChange{{Step: v1alpha1.StepServicesEndpoint, Object: object, Field: "(object)",
+			Before: "present", After: Absent + " (deleted)"}}, nil
+	}
+	if t.handover {
+		changes = append(changes, v1alpha1.PlannedChange{Step: v1alpha1.StepServicesEndpoint, Object: object, Field: "(object)",
+			Before: "present", After: Absent + " (deleted once calico-node runs with the address it had before)"})
 	}
 	return changes, nil
 }

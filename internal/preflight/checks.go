@@ -28,6 +28,8 @@ const (
 	CheckNodePolicies   = "PoliciesOnNodeAddresses"
 	CheckBorrowed       = "BorrowedAddresses"
 	CheckCalicoVersion  = "CalicoVersion"
+	CheckUnencapsulated = "UnencapsulatedPools"
+	CheckForeignPools   = "PoolsOutsideInstallation"
 )
 
 // Windows VXLAN limits: HNS only uses UDP 4789 and VNIs from 4096.
@@ -60,6 +62,10 @@ type Inputs struct {
 	// Borrowed counts, by node, the addresses its pods use from blocks
 	// affine to another node.
 	Borrowed map[string]int
+	// BlocksUnreadable is true when no API group serves IPAM blocks.
+	BlocksUnreadable bool
+	// Pools are every projectcalico.org/v3 IPPool in the cluster.
+	Pools []calicov3.IPPool
 }
 
 // NodeAddresses are one node's InternalIP and Calico VXLAN tunnel address.
@@ -72,9 +78,9 @@ type NodeAddresses struct {
 // Evaluate runs every check. It is pure, so each rule is table-tested.
 func Evaluate(in Inputs, spec v1alpha1.PreflightSpec) []v1alpha1.PreflightCheck {
 	checks := []v1alpha1.PreflightCheck{calicoAPI(in)}
-	checks = append(checks, ipipPools(in), ipv6Pools(in))
+	checks = append(checks, ipipPools(in), ipv6Pools(in), unencapsulatedPools(in))
 	if in.CalicoAPIServed {
-		checks = append(checks, vxlanSettings(in), bgpPeers(in, spec), serviceAdverts(in, spec))
+		checks = append(checks, foreignPools(in), vxlanSettings(in), bgpPeers(in, spec), serviceAdverts(in, spec))
 	}
 	checks = append(checks, blockSize(in), kubeDNS(in), nodePolicies(in), borrowed(in), calicoVersion(in))
 	return checks
@@ -143,6 +149,73 @@ func ipv6Pools(in Inputs) v1alpha1.PreflightCheck {
 			"Windows nodes get IPv4 addresses only; pods there will have none from %s", strings.Join(v6, ", "))
 	}
 	return result(CheckIPv6Pools, v1alpha1.CheckPass, "all pools are IPv4")
+}
+
+// unencapsulatedPools fails on Installation pools without encapsulation: in
+// BIRD cluster routing mode the Tigera operator rejects bgp Disabled while
+// any pool, of either family, is unencapsulated, and nothing is rendered.
+func unencapsulatedPools(in Inputs) v1alpha1.PreflightCheck {
+	if in.Installation == nil {
+		return result(CheckUnencapsulated, v1alpha1.CheckPass, "no Installation pools")
+	}
+	if cn := in.Installation.Spec.CalicoNetwork; cn != nil && cn.ClusterRoutingMode != nil &&
+		*cn.ClusterRoutingMode == operatorv1.ClusterRoutingModeFelix {
+		return result(CheckUnencapsulated, v1alpha1.CheckPass, "Felix programs cluster routes: unencapsulated pools do not need BGP")
+	}
+	var bad []string
+	for _, p := range calico.IPPools(in.Installation) {
+		enc := p.Encapsulation
+		if enc == "" && !calico.IsIPv4(p.CIDR) {
+			enc = operatorv1.EncapsulationNone // the operator's default for IPv6 pools
+		}
+		if enc != operatorv1.EncapsulationNone {
+			continue
+		}
+		fix := "set its encapsulation to VXLAN in the Installation"
+		if !calico.IsIPv4(p.CIDR) {
+			fix = "Windows is IPv4 only: give this IPv6 pool encapsulation VXLAN in the Installation, or remove it (a person decides)"
+		}
+		bad = append(bad, fmt.Sprintf("%s (%s): %s", p.Name, p.CIDR, fix))
+	}
+	if len(bad) > 0 {
+		return result(CheckUnencapsulated, v1alpha1.CheckFail,
+			"BGP cannot be turned off while these Installation pools are unencapsulated (the Tigera operator rejects it: "+
+				"\"unencapsulated IP pools require that BGP is enabled\"): %s", boundedList(bad))
+	}
+	return result(CheckUnencapsulated, v1alpha1.CheckPass, "every Installation pool is encapsulated")
+}
+
+// foreignPools fails on workload pools the Installation does not describe
+// that are not VXLAN always: the Tigera operator changes only the pools it
+// owns, so an Installation patch would never reach them.
+func foreignPools(in Inputs) v1alpha1.PreflightCheck {
+	var bad []string
+	for i := range in.Pools {
+		p := &in.Pools[i]
+		if calico.OwnedByOperator(p, in.Installation) || !calico.ServesWindowsWorkloads(p) {
+			continue
+		}
+		if calico.PoolVXLANMode(p) == calicov3.VXLANModeAlways && (p.Spec.IPIPMode == "" || p.Spec.IPIPMode == calicov3.IPIPModeNever) {
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("%s (%s, vxlanMode %s, ipipMode %s)", p.Name, p.Spec.CIDR,
+			calico.PoolVXLANMode(p), orNever(string(p.Spec.IPIPMode))))
+	}
+	if len(bad) > 0 {
+		return result(CheckForeignPools, v1alpha1.CheckFail,
+			"these IPPools are not in the Installation, so winready cannot change them, and Windows needs VXLAN always: %s. "+
+				"Move each under the Installation (add it to spec.calicoNetwork.ipPools with the same name and CIDR and "+
+				"encapsulation VXLAN; the Tigera operator then owns it), or set vxlanMode: Always and ipipMode: Never on it "+
+				"where it is managed (e.g. in Git)", boundedList(bad))
+	}
+	return result(CheckForeignPools, v1alpha1.CheckPass, "every workload pool is in the Installation or already VXLAN always")
+}
+
+func orNever(mode string) string {
+	if mode == "" {
+		return "Never"
+	}
+	return mode
 }
 
 func vxlanSettings(in Inputs) v1alpha1.PreflightCheck {
@@ -282,6 +355,9 @@ func nodePolicies(in Inputs) v1alpha1.PreflightCheck {
 }
 
 func borrowed(in Inputs) v1alpha1.PreflightCheck {
+	if in.BlocksUnreadable {
+		return result(CheckBorrowed, v1alpha1.CheckInfo, "IPAM blocks are served neither by projectcalico.org/v3 nor by crd.projectcalico.org/v1: borrowed addresses not checked")
+	}
 	if len(in.Borrowed) == 0 {
 		return result(CheckBorrowed, v1alpha1.CheckPass, "no node uses addresses from another node's block")
 	}

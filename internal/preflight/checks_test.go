@@ -7,6 +7,7 @@ import (
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -56,6 +57,47 @@ func TestEvaluate(t *testing.T) {
 			in.Felix = &calicov3.FelixConfiguration{Spec: calicov3.FelixConfigurationSpec{VXLANVNI: ptr.To(100)}}
 			return in
 		}, v1alpha1.PreflightSpec{}, CheckVXLANSettings, v1alpha1.CheckFail, "vxlanVNI 100"},
+		{"an unencapsulated IPv6 pool fails, naming it and the choice", func() Inputs {
+			in := healthy()
+			in.Installation = installationWith(crossSubnet, operatorv1.IPPool{Name: "v6", CIDR: "fd00::/48"})
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckUnencapsulated, v1alpha1.CheckFail, "v6 (fd00::/48): Windows is IPv4 only"},
+		{"an unencapsulated IPv4 pool fails", func() Inputs {
+			in := healthy()
+			in.Installation = installationWith(crossSubnet, operatorv1.IPPool{Name: "flat", CIDR: "10.9.0.0/16", Encapsulation: operatorv1.EncapsulationNone})
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckUnencapsulated, v1alpha1.CheckFail, "flat (10.9.0.0/16): set its encapsulation to VXLAN"},
+		{"a VXLAN IPv6 pool passes the encapsulation check", func() Inputs {
+			in := healthy()
+			in.Installation = installationWith(crossSubnet, operatorv1.IPPool{Name: "v6", CIDR: "fd00::/48", Encapsulation: operatorv1.EncapsulationVXLAN})
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckUnencapsulated, v1alpha1.CheckPass, "every Installation pool is encapsulated"},
+		{"Felix cluster routing lifts the BGP need", func() Inputs {
+			in := healthy()
+			in.Installation = installationWith(crossSubnet, operatorv1.IPPool{Name: "v6", CIDR: "fd00::/48"})
+			in.Installation.Spec.CalicoNetwork.ClusterRoutingMode = ptr.To(operatorv1.ClusterRoutingModeFelix)
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckUnencapsulated, v1alpha1.CheckPass, "Felix programs cluster routes"},
+		{"a cross-subnet pool outside the Installation fails with how to move it", func() Inputs {
+			in := healthy()
+			in.Pools = []calicov3.IPPool{{ObjectMeta: metav1.ObjectMeta{Name: "hand-made"},
+				Spec: calicov3.IPPoolSpec{CIDR: "172.30.0.0/16", VXLANMode: calicov3.VXLANModeCrossSubnet}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckForeignPools, v1alpha1.CheckFail, "hand-made (172.30.0.0/16, vxlanMode CrossSubnet, ipipMode Never). Move each under the Installation"},
+		{"pools the operator owns, VXLAN pools and disabled pools outside it pass", func() Inputs {
+			in := healthy()
+			in.Pools = []calicov3.IPPool{
+				{ObjectMeta: metav1.ObjectMeta{Name: "default-ipv4-ippool"}, Spec: calicov3.IPPoolSpec{CIDR: "172.20.0.0/16", VXLANMode: calicov3.VXLANModeCrossSubnet}},
+				{ObjectMeta: metav1.ObjectMeta{Name: "labelled", Labels: map[string]string{"app.kubernetes.io/managed-by": "tigera-operator"}},
+					Spec: calicov3.IPPoolSpec{CIDR: "172.21.0.0/16", IPIPMode: calicov3.IPIPModeAlways}},
+				{ObjectMeta: metav1.ObjectMeta{Name: "vxlan"}, Spec: calicov3.IPPoolSpec{CIDR: "172.22.0.0/16", VXLANMode: calicov3.VXLANModeAlways}},
+				{ObjectMeta: metav1.ObjectMeta{Name: "off"}, Spec: calicov3.IPPoolSpec{CIDR: "172.23.0.0/16", Disabled: true}},
+				{ObjectMeta: metav1.ObjectMeta{Name: "lb"}, Spec: calicov3.IPPoolSpec{CIDR: "172.24.0.0/16",
+					AllowedUses: []calicov3.IPPoolAllowedUse{calicov3.IPPoolAllowedUseLoadBalancer}}},
+				{ObjectMeta: metav1.ObjectMeta{Name: "v6"}, Spec: calicov3.IPPoolSpec{CIDR: "fd00::/48"}},
+			}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckForeignPools, v1alpha1.CheckPass, "every workload pool"},
 		{"Felix defaults pass", healthy, v1alpha1.PreflightSpec{}, CheckVXLANSettings, v1alpha1.CheckPass, "port 4789, VNI 4096"},
 		{"BGP peers fail", func() Inputs { in := healthy(); in.BGPPeers = []string{"tor-a"}; return in },
 			v1alpha1.PreflightSpec{}, CheckBGPPeers, v1alpha1.CheckFail, "tor-a"},

@@ -12,7 +12,12 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/internal/calico"
 )
 
 // Discovery is the part of the discovery client the checks need.
@@ -20,42 +25,70 @@ type Discovery interface {
 	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
 }
 
-// CalicoAPIServed reports whether projectcalico.org/v3 serves the resources a
-// migration reads and writes.
-func CalicoAPIServed(d Discovery) (bool, error) {
-	list, err := d.ServerResourcesForGroupVersion(calicov3.SchemeGroupVersion.String())
+// CalicoAPI is what discovery says about Calico's API: the resources served
+// under projectcalico.org/v3 (native v3 CRDs serve every kind; the aggregated
+// Calico API server serves most, but not ipamblocks) and under
+// crd.projectcalico.org/v1 (the CRDs underneath the API server).
+type CalicoAPI struct {
+	V3 map[string]bool
+	V1 map[string]bool
+}
+
+// crdGroupVersion is the group of Calico's own CRDs under the API server.
+const crdGroupVersion = "crd.projectcalico.org/v1"
+
+// DiscoverCalicoAPI asks discovery, every time it is called, which Calico
+// resources are served, so that a Calico API server installed or removed
+// since the last look is seen.
+func DiscoverCalicoAPI(d Discovery) (CalicoAPI, error) {
+	api := CalicoAPI{}
+	var err error
+	if api.V3, err = served(d, calicov3.SchemeGroupVersion.String()); err != nil {
+		return api, err
+	}
+	api.V1, err = served(d, crdGroupVersion)
+	return api, err
+}
+
+func served(d Discovery, gv string) (map[string]bool, error) {
+	list, err := d.ServerResourcesForGroupVersion(gv)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return map[string]bool{}, nil
 		}
-		return false, fmt.Errorf("discovering %s: %w", calicov3.SchemeGroupVersion, err)
+		return nil, fmt.Errorf("discovering %s: %w", gv, err)
 	}
-	need := map[string]bool{"ippools": false, "ipamconfigurations": false}
+	out := make(map[string]bool, len(list.APIResources))
 	for _, r := range list.APIResources {
-		if _, ok := need[r.Name]; ok {
-			need[r.Name] = true
-		}
+		out[r.Name] = true
 	}
-	return need["ippools"] && need["ipamconfigurations"], nil
+	return out, nil
 }
+
+// Served reports whether projectcalico.org/v3 serves the resources a
+// migration reads and writes.
+func (a CalicoAPI) Served() bool { return a.V3["ippools"] && a.V3["ipamconfigurations"] }
 
 // Gather reads what the checks look at. r should read from the API server:
 // these objects are read once per preflight and not worth caching.
 func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.Installation) (Inputs, error) {
 	in := Inputs{Installation: inst}
-	served, err := CalicoAPIServed(d)
+	api, err := DiscoverCalicoAPI(d)
 	if err != nil {
 		return in, err
 	}
-	in.CalicoAPIServed = served
+	in.CalicoAPIServed = api.Served()
 	if in.Nodes, err = listNodeAddresses(ctx, r); err != nil {
 		return in, err
 	}
 	if err := getOptional(ctx, r, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, &corev1.Service{}, &in.KubeDNS); err != nil {
 		return in, err
 	}
-	if !served {
+	if !in.CalicoAPIServed {
 		return in, nil
+	}
+	if in.Pools, err = calico.ListIPPools(ctx, r); err != nil {
+		return in, err
 	}
 	felix := &calicov3.FelixConfiguration{}
 	var found bool
@@ -75,7 +108,7 @@ func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.
 	if err := gatherPolicies(ctx, r, &in); err != nil {
 		return in, err
 	}
-	if err := gatherBorrowed(ctx, r, &in); err != nil {
+	if err := gatherBorrowed(ctx, r, api, &in); err != nil {
 		return in, err
 	}
 	peers := &calicov3.BGPPeerList{}
@@ -206,11 +239,10 @@ func ruleNets(ingress, egress []calicov3.Rule) []string {
 	return cidrs
 }
 
-func gatherBorrowed(ctx context.Context, r client.Reader, in *Inputs) error {
+func gatherBorrowed(ctx context.Context, r client.Reader, api CalicoAPI, in *Inputs) error {
 	in.Borrowed = map[string]int{}
-	blocks := &calicov3.IPAMBlockList{}
-	err := listPages(ctx, r, blocks, func() error {
-		for _, b := range blocks.Items {
+	count := func(blocks []calicov3.IPAMBlock) {
+		for _, b := range blocks {
 			if b.Spec.Affinity == nil {
 				continue
 			}
@@ -227,10 +259,33 @@ func gatherBorrowed(ctx context.Context, r client.Reader, in *Inputs) error {
 				}
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("listing ipamblocks: %w", err)
+	}
+	switch {
+	case api.V3["ipamblocks"]:
+		blocks := &calicov3.IPAMBlockList{}
+		if err := listPages(ctx, r, blocks, func() error { count(blocks.Items); return nil }); err != nil {
+			return fmt.Errorf("listing ipamblocks: %w", err)
+		}
+	case api.V1["ipamblocks"]:
+		// The Calico API server does not serve IPAM blocks; its CRDs hold them
+		// with the same fields.
+		blocks := &unstructured.UnstructuredList{}
+		blocks.SetGroupVersionKind(schema.GroupVersionKind{Group: "crd.projectcalico.org", Version: "v1", Kind: "IPAMBlockList"})
+		err := listPages(ctx, r, blocks, func() error {
+			typed := make([]calicov3.IPAMBlock, len(blocks.Items))
+			for i := range blocks.Items {
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(blocks.Items[i].Object, &typed[i]); err != nil {
+					return fmt.Errorf("reading ipamblock %s: %w", blocks.Items[i].GetName(), err)
+				}
+			}
+			count(typed)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("listing ipamblocks.crd.projectcalico.org: %w", err)
+		}
+	default:
+		in.BlocksUnreadable = true
 	}
 	return nil
 }

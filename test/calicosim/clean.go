@@ -86,6 +86,7 @@ func deleteSeeded(ctx context.Context, c client.Client) (int, error) {
 	}
 	singles := []client.Object{
 		&calicov3.IPAMConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ipamConfigName}},
+		&calicov3.FelixConfiguration{ObjectMeta: metav1.ObjectMeta{Name: felixConfigName}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: servicesEndpointCM}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: kubeadmConfigName}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: kubeDNSName}},

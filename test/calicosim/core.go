@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,6 +42,7 @@ func (r *coreController) setup(mgr ctrl.Manager) error {
 		Watches(&corev1.ConfigMap{}, toInstallation, builder.WithPredicates(inNamespace(operatorNamespace), named(servicesEndpointCM))).
 		Watches(&appsv1.DaemonSet{}, toInstallation, builder.WithPredicates(inNamespace(calicoNamespace), named(nodeDaemonSet))).
 		Watches(&calicov3.IPPool{}, toInstallation).
+		Watches(&calicov3.FelixConfiguration{}, toInstallation, builder.WithPredicates(named(felixConfigName))).
 		WatchesRawSource(source.Channel(r.sim.corePokes, toInstallation)).
 		Complete(r)
 }
@@ -89,12 +91,17 @@ func (r *coreController) reconcile(ctx context.Context, inst *operatorv1.Install
 		r.status.setDegraded(operatorv1.ResourceReadError, msgServicesEndpointRead, err)
 		return false, err
 	}
-	ep := endpointFrom(cm)
+	// Validation reads the address the operator holds from an earlier read of the ConfigMap (or its pod's
+	// environment); the ConfigMap is read again only afterwards.
+	remembered, err := r.sim.rememberedEndpoint(ctx, inst, cm)
+	if err != nil {
+		return false, err
+	}
 
 	// Validation runs on the defaulted spec, and an invalid one is not even defaulted.
 	defaulted := inst.Spec.DeepCopy()
 	fillCoreDefaults(defaulted, pools.Items)
-	if err := validateInstallation(defaulted, ep); err != nil {
+	if err := validateInstallation(defaulted, remembered); err != nil {
 		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidInstallation, err)
 		return false, nil
 	}
@@ -114,7 +121,11 @@ func (r *coreController) reconcile(ctx context.Context, inst *operatorv1.Install
 		return false, nil
 	}
 
-	rendered, err := renderedEndpoint(ctx, r.sim.reader, cm)
+	if err := r.sim.defaultFelixConfiguration(ctx); err != nil {
+		r.status.setDegraded(operatorv1.ResourceUpdateError, "Unable to patch FelixConfiguration", err)
+		return false, err
+	}
+	rendered, err := r.sim.populateEndpoint(ctx, inst, cm)
 	if err != nil {
 		return false, err
 	}
@@ -171,4 +182,30 @@ func inNamespace(namespaces ...string) predicate.Predicate {
 		}
 		return false
 	})
+}
+
+// defaultFelixConfiguration is setDefaultsOnFelixConfiguration, reduced to the VXLAN settings: FelixConfiguration
+// "default" is created when missing, and vxlanVNI and vxlanPort are set when unset.
+func (s *Simulator) defaultFelixConfiguration(ctx context.Context) error {
+	fc := &calicov3.FelixConfiguration{}
+	err := s.reader.Get(ctx, types.NamespacedName{Name: felixConfigName}, fc)
+	if apierrors.IsNotFound(err) {
+		fc = &calicov3.FelixConfiguration{ObjectMeta: metav1.ObjectMeta{Name: felixConfigName},
+			Spec: calicov3.FelixConfigurationSpec{VXLANVNI: ptrTo(defaultVXLANVNI), VXLANPort: ptrTo(defaultVXLANPort)}}
+		return s.create(ctx, fc)
+	}
+	if err != nil {
+		return err
+	}
+	if fc.Spec.VXLANVNI != nil && fc.Spec.VXLANPort != nil {
+		return nil
+	}
+	base := fc.DeepCopy()
+	if fc.Spec.VXLANVNI == nil {
+		fc.Spec.VXLANVNI = ptrTo(defaultVXLANVNI)
+	}
+	if fc.Spec.VXLANPort == nil {
+		fc.Spec.VXLANPort = ptrTo(defaultVXLANPort)
+	}
+	return s.patch(ctx, fc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }

@@ -31,7 +31,9 @@ const (
 
 	// Felix's default VXLAN VNI, which the core controller writes into FelixConfiguration and the Windows
 	// controller copies into calico-node-windows.
-	defaultVXLANVNI = 4096
+	defaultVXLANVNI  = 4096
+	defaultVXLANPort = 4789
+	felixConfigName  = "default"
 
 	calicoImage        = "quay.io/calico/node:v3.32.0"
 	calicoWindowsImage = "quay.io/calico/node-windows:v3.32.0"
@@ -68,5 +70,11 @@ const (
 	errWindowsServicesEndpoint = "services endpoint configmap '" + servicesEndpointCM + "' does not have all required information for Calico Windows daemonset configuration"
 	errWindowsServiceCIDRs     = "installation spec.ServiceCIDRs must be provided when using Calico CNI on Windows"
 	errWindowsEncapsulation    = "IPv4 IPPool encapsulation %s is not supported by Calico for Windows"
+	errIPIPNeedsBGP            = "with BIRD cluster routing mode, IPIP encapsulation requires that BGP is enabled"
+	errUnencapsulatedNeedsBGP  = "with BIRD cluster routing mode, unencapsulated IP pools require that BGP is enabled"
+	msgInstallationStatusEmpty = "InstallationStatus is empty"
+	msgVNIRead                 = "Error reading VXLANVNI from FelixConfiguration"
+	errVNIMissing              = "VXLANVNI not specified in FelixConfigurationSpec"
+	msgPoolDefaults            = "error filling IP pool defaults"
 	errWindowsNodesDisabled    = "installation spec.WindowsNodes is not valid and should not be provided when Calico for Windows is disabled"
 )

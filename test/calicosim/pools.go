@@ -3,12 +3,17 @@ package calicosim
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"reflect"
+	"regexp"
+	"strings"
 	"time"
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,6 +82,13 @@ func (r *poolController) reconcile(ctx context.Context, inst *operatorv1.Install
 	if err := r.sim.reader.List(ctx, current); err != nil {
 		r.status.setDegraded(operatorv1.ResourceReadError, "error querying IP pools", err)
 		return err
+	}
+	if len(current.Items) == 0 {
+		// On first install the pools must lie within the platform's pod network.
+		if err := r.withinPodSubnets(ctx, inst); err != nil {
+			r.status.setDegraded(operatorv1.ResourceReadError, msgPoolDefaults, err)
+			return nil
+		}
 	}
 	if err := r.sim.writeDefaults(ctx, inst, func(spec *operatorv1.InstallationSpec) { fillPoolDefaults(spec, current.Items) }); err != nil {
 		r.status.setDegraded(operatorv1.ResourceUpdateError, "Failed to write defaults", err)
@@ -182,7 +194,7 @@ func (r *poolController) syncAPIServer(ctx context.Context, inst *operatorv1.Ins
 	return r.sim.syncStatus(ctx, &r.apiserver, h)
 }
 
-// toIPPool is the operator's ToProjectCalico, with None written out as Never for both modes.
+// toIPPool is the operator's ToProjectCalico.
 func toIPPool(p operatorv1.IPPool) *calicov3.IPPool {
 	pool := &calicov3.IPPool{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Labels: map[string]string{managedByLabel: managedByValue}},
@@ -197,9 +209,8 @@ func toIPPool(p operatorv1.IPPool) *calicov3.IPPool {
 		pool.Spec.IPIPMode, pool.Spec.VXLANMode = calicov3.IPIPModeNever, calicov3.VXLANModeAlways
 	case operatorv1.EncapsulationVXLANCrossSubnet:
 		pool.Spec.IPIPMode, pool.Spec.VXLANMode = calicov3.IPIPModeNever, calicov3.VXLANModeCrossSubnet
-	case operatorv1.EncapsulationNone:
-		pool.Spec.IPIPMode, pool.Spec.VXLANMode = calicov3.IPIPModeNever, calicov3.VXLANModeNever
 	}
+	// None leaves both modes empty: with native v3 CRDs nothing defaults them to Never.
 	pool.Spec.NATOutgoing = p.NATOutgoing == operatorv1.NATOutgoingEnabled
 	if p.DisableNewAllocations != nil {
 		pool.Spec.Disabled = *p.DisableNewAllocations
@@ -265,4 +276,47 @@ func containsCIDR(pools []operatorv1.IPPool, cidr string) bool {
 		}
 	}
 	return false
+}
+
+// withinPodSubnets is the kubeadm part of fillDefaults (pkg/controller/ippool/defaults.go): with a kubeadm-config
+// ConfigMap, every Installation pool must lie within one of its podSubnet CIDRs (comma-separated in dual stack).
+func (r *poolController) withinPodSubnets(ctx context.Context, inst *operatorv1.Installation) error {
+	cm := &corev1.ConfigMap{}
+	err := r.sim.reader.Get(ctx, types.NamespacedName{Namespace: kubeSystem, Name: kubeadmConfigName}, cm)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("unable to read kubeadm config map: %s", err.Error())
+	}
+	var subnets []string
+	for _, v := range cm.Data {
+		if m := podSubnetLine.FindStringSubmatch(v); m != nil {
+			subnets = strings.Split(strings.TrimSpace(m[1]), ",")
+			break
+		}
+	}
+	if inst.Spec.CalicoNetwork == nil {
+		return nil
+	}
+	for _, pool := range inst.Spec.CalicoNetwork.IPPools {
+		within := false
+		for _, c := range subnets {
+			within = within || cidrWithin(c, pool.CIDR)
+		}
+		if !within {
+			return fmt.Errorf("could not resolve CalicoNetwork IPPool and kubeadm configuration: "+
+				"IPPool %v is not within the platform's configured pod network CIDR(s) %v", pool.CIDR, subnets)
+		}
+	}
+	return nil
+}
+
+var podSubnetLine = regexp.MustCompile(`podSubnet: (.*)`)
+
+// cidrWithin reports whether every address of pool lies in outer.
+func cidrWithin(outer, pool string) bool {
+	o, err1 := netip.ParsePrefix(strings.TrimSpace(outer))
+	p, err2 := netip.ParsePrefix(pool)
+	return err1 == nil && err2 == nil && o.Bits() <= p.Bits() && o.Contains(p.Masked().Addr())
 }

@@ -26,22 +26,28 @@ func endpointFrom(cm *corev1.ConfigMap) serviceEndpoint {
 	return serviceEndpoint{host: cm.Data[envServiceHost], port: cm.Data[envServicePort]}
 }
 
-// renderedEndpoint is the endpoint the operator puts into calico-node: its
-// own KUBERNETES_SERVICE_HOST/PORT, which its Deployment takes from the
-// ConfigMap when there is one (the operator restarts when it changes) and
-// otherwise from the kubelet, that is the kubernetes Service's address.
-func renderedEndpoint(ctx context.Context, r client.Reader, cm *corev1.ConfigMap) (serviceEndpoint, error) {
-	if ep := endpointFrom(cm); ep.host != "" && ep.port != "" {
-		return ep, nil
-	}
+// podEnvironment is the API server address the operator's pod starts with: the kubernetes Service's (the
+// kubelet's service environment), with each key the ConfigMap holds put over it, as the operator Deployment's
+// optional envFrom of the ConfigMap does at pod start.
+func podEnvironment(ctx context.Context, r client.Reader, cm *corev1.ConfigMap) (serviceEndpoint, error) {
+	var ep serviceEndpoint
 	svc := &corev1.Service{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, svc); err != nil {
-		return serviceEndpoint{}, client.IgnoreNotFound(err)
+	err := r.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, svc)
+	if client.IgnoreNotFound(err) != nil {
+		return serviceEndpoint{}, err
 	}
-	if svc.Spec.ClusterIP == "" || len(svc.Spec.Ports) == 0 {
-		return serviceEndpoint{}, nil
+	if err == nil && svc.Spec.ClusterIP != "" && len(svc.Spec.Ports) > 0 {
+		ep = serviceEndpoint{host: svc.Spec.ClusterIP, port: fmt.Sprint(svc.Spec.Ports[0].Port)}
 	}
-	return serviceEndpoint{host: svc.Spec.ClusterIP, port: fmt.Sprint(svc.Spec.Ports[0].Port)}, nil
+	if cm != nil {
+		if v, ok := cm.Data[envServiceHost]; ok {
+			ep.host = v
+		}
+		if v, ok := cm.Data[envServicePort]; ok {
+			ep.port = v
+		}
+	}
+	return ep, nil
 }
 
 // envVars is k8sapi.ServiceEndpoint.EnvVars: both values or nothing.
@@ -112,7 +118,7 @@ func renderCalicoNode(spec *operatorv1.InstallationSpec, ep serviceEndpoint) *ap
 // renderCalicoNodeWindows renders calico-system/calico-node-windows as pkg/render/windows.go would, reduced the
 // same way: the CNI installer gets the service CIDRs, DNS servers and VNI, the node and felix containers the
 // networking backend, the VNI and the services endpoint.
-func renderCalicoNodeWindows(spec *operatorv1.InstallationSpec, ep serviceEndpoint, dnsIPs []string) *appsv1.DaemonSet {
+func renderCalicoNodeWindows(spec *operatorv1.InstallationSpec, ep serviceEndpoint, dnsIPs []string, vxlanVNI int) *appsv1.DaemonSet {
 	backend := "vxlan"
 	if bgpEnabled(spec) {
 		backend = "windows-bgp"
@@ -121,7 +127,7 @@ func renderCalicoNodeWindows(spec *operatorv1.InstallationSpec, ep serviceEndpoi
 	if spec.WindowsNodes != nil && spec.WindowsNodes.CNIConfigDir != "" {
 		cniNetDir = spec.WindowsNodes.CNIConfigDir
 	}
-	vni := fmt.Sprintf("%d", defaultVXLANVNI)
+	vni := fmt.Sprintf("%d", vxlanVNI)
 	installCNI := corev1.Container{
 		Name:  "install-cni",
 		Image: cniWindowsImage,

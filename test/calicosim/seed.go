@@ -143,7 +143,7 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 	if cl.ServicesEndpoint != nil {
 		cm = &corev1.ConfigMap{Data: cl.ServicesEndpoint}
 	}
-	rendered, err := renderedEndpoint(ctx, c, cm)
+	rendered, err := podEnvironment(ctx, c, cm)
 	if err != nil {
 		return err
 	}
@@ -252,8 +252,17 @@ func KubeadmConfigMap(k *KubeadmConfig, pools []operatorv1.IPPool) *corev1.Confi
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n")
 	fmt.Fprintf(&b, "controlPlaneEndpoint: %s\nkubernetesVersion: v1.37.2\nnetworking:\n  dnsDomain: cluster.local\n", k.ControlPlaneEndpoint)
-	if len(pools) > 0 {
-		fmt.Fprintf(&b, "  podSubnet: %s\n", pools[0].CIDR)
+	// kubeadm lists one pod subnet per family, comma-separated in dual stack.
+	var subnets []string
+	seen := map[bool]bool{}
+	for _, p := range pools {
+		if v4 := isIPv4(p.CIDR); !seen[v4] {
+			seen[v4] = true
+			subnets = append(subnets, p.CIDR)
+		}
+	}
+	if len(subnets) > 0 {
+		fmt.Fprintf(&b, "  podSubnet: %s\n", strings.Join(subnets, ","))
 	}
 	fmt.Fprintf(&b, "  serviceSubnet: %s\n", k.ServiceSubnet)
 	return &corev1.ConfigMap{

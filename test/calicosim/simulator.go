@@ -16,6 +16,7 @@ import (
 	"time"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -70,10 +71,12 @@ type Simulator struct {
 	held      bool
 	calicoAPI CalicoAPIMode
 	writes    map[string]int
+	memory    endpointMemory
 
 	// Pokes wake controllers for changes that are not Kubernetes objects (fault injection, API mode).
-	corePokes chan event.GenericEvent
-	poolPokes chan event.GenericEvent
+	corePokes    chan event.GenericEvent
+	poolPokes    chan event.GenericEvent
+	windowsPokes chan event.GenericEvent
 }
 
 // New returns a simulator with opts, defaults filled in.
@@ -91,11 +94,12 @@ func New(opts Options) *Simulator {
 		opts.DaemonSetNamespaces = []string{calicoNamespace}
 	}
 	return &Simulator{
-		opts:      opts,
-		calicoAPI: opts.CalicoAPI,
-		writes:    map[string]int{},
-		corePokes: make(chan event.GenericEvent, 1),
-		poolPokes: make(chan event.GenericEvent, 1),
+		opts:         opts,
+		calicoAPI:    opts.CalicoAPI,
+		writes:       map[string]int{},
+		corePokes:    make(chan event.GenericEvent, 1),
+		poolPokes:    make(chan event.GenericEvent, 1),
+		windowsPokes: make(chan event.GenericEvent, 1),
 	}
 }
 
@@ -279,4 +283,59 @@ func finish(err error, waits ...time.Duration) (ctrl.Result, error) {
 		}
 	}
 	return ctrl.Result{RequeueAfter: soonest}, nil
+}
+
+// endpointMemory is the operator's process-wide k8sapi.Endpoint: it starts as the pod's environment, takes the
+// services-endpoint ConfigMap's values whenever a controller reads the ConfigMap (PopulateK8sServiceEndPoint),
+// and keeps them when the ConfigMap is deleted, until the operator restarts.
+type endpointMemory struct {
+	// process identifies the operator process the memory belongs to: a new Installation (after Clean and Seed)
+	// or RestartOperator starts a new one.
+	process types.UID
+	ep      serviceEndpoint
+}
+
+// RestartOperator models a restart of the operator's pod: the API server address it remembers is read again
+// from its environment (the kubernetes Service, overridden by the ConfigMap through envFrom).
+func (s *Simulator) RestartOperator() {
+	s.mu.Lock()
+	s.memory = endpointMemory{}
+	s.mu.Unlock()
+	poke(s.corePokes)
+	poke(s.windowsPokes)
+}
+
+// populateEndpoint is the operator's PopulateK8sServiceEndPoint on top of its memory: it returns the address the
+// operator holds after reading cm (nil when the ConfigMap does not exist).
+func (s *Simulator) populateEndpoint(ctx context.Context, inst *operatorv1.Installation, cm *corev1.ConfigMap) (serviceEndpoint, error) {
+	ep, err := s.rememberedEndpoint(ctx, inst, cm)
+	if err != nil {
+		return serviceEndpoint{}, err
+	}
+	if cm != nil {
+		ep = endpointFrom(cm)
+		s.mu.Lock()
+		s.memory.ep = ep
+		s.mu.Unlock()
+	}
+	return ep, nil
+}
+
+// rememberedEndpoint is the address the operator holds before this reconcile reads the ConfigMap; a new process
+// starts from its pod environment.
+func (s *Simulator) rememberedEndpoint(ctx context.Context, inst *operatorv1.Installation, cm *corev1.ConfigMap) (serviceEndpoint, error) {
+	s.mu.Lock()
+	mem := s.memory
+	s.mu.Unlock()
+	if mem.process == inst.UID && mem.process != "" {
+		return mem.ep, nil
+	}
+	ep, err := podEnvironment(ctx, s.reader, cm)
+	if err != nil {
+		return serviceEndpoint{}, err
+	}
+	s.mu.Lock()
+	s.memory = endpointMemory{process: inst.UID, ep: ep}
+	s.mu.Unlock()
+	return ep, nil
 }

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -83,7 +84,84 @@ var _ = Describe("the simulated Tigera operator", func() {
 				WithPolling(poll).WithTimeout(settleTimeout).Should(Equal(calicov3.VXLANModeCrossSubnet))
 		})
 
-		It("rejects windowsDataplane HNS without the services endpoint and serviceCIDRs", func() {
+		It("keeps the address of a deleted services endpoint ConfigMap in calico-node until the operator restarts", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			service := env(daemonSet("calico-node"), "KUBERNETES_SERVICE_HOST")
+			Expect(service).NotTo(BeEmpty(), "the operator's pod environment names the kubernetes Service")
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tigera-operator", Name: "kubernetes-services-endpoint"},
+				Data: map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10", "KUBERNETES_SERVICE_PORT": "6443"}}
+			Expect(k8s.Create(ctx, cm)).To(Succeed())
+			Eventually(func() string { return env(daemonSet("calico-node"), "KUBERNETES_SERVICE_HOST") }).
+				WithPolling(poll).WithTimeout(settleTimeout).Should(Equal("10.0.0.10"))
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+
+			Expect(k8s.Delete(ctx, cm)).To(Succeed())
+			Consistently(func() string { return env(daemonSet("calico-node"), "KUBERNETES_SERVICE_HOST") }).
+				WithPolling(poll).WithTimeout(time.Second).Should(Equal("10.0.0.10"), "the operator keeps the values it last read")
+
+			sim.RestartOperator()
+			Eventually(func() string { return env(daemonSet("calico-node"), "KUBERNETES_SERVICE_HOST") }).
+				WithPolling(poll).WithTimeout(settleTimeout).Should(Equal(service), "a restarted operator reads its environment again")
+		})
+
+		It("creates FelixConfiguration default with the VXLAN VNI and port", func() {
+			Eventually(func(g Gomega) {
+				fc := &calicov3.FelixConfiguration{}
+				g.Expect(k8s.Get(ctx, types.NamespacedName{Name: "default"}, fc)).To(Succeed())
+				g.Expect(fc.Spec.VXLANVNI).To(HaveValue(Equal(4096)))
+				g.Expect(fc.Spec.VXLANPort).To(HaveValue(Equal(4789)))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+		})
+
+		It("reports the Windows controller's checks in the operator's order as each prerequisite arrives", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			windowsDegraded := func(want string) {
+				GinkgoHelper()
+				Eventually(func(g Gomega) {
+					c := condition(g, calicosim.StatusCalicoWindows, operatorv1.ComponentDegraded)
+					g.Expect(c.Status).To(Equal(operatorv1.ConditionTrue))
+					g.Expect(c.Message).To(HavePrefix(want))
+				}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+			}
+			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`)
+			windowsDegraded(`Error reading services endpoint configmap: configmaps "kubernetes-services-endpoint" not found`)
+
+			Expect(k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tigera-operator", Name: "kubernetes-services-endpoint"},
+				Data: map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10", "KUBERNETES_SERVICE_PORT": "6443"}})).To(Succeed())
+			windowsDegraded("Invalid Installation provided: installation spec.ServiceCIDRs must be provided")
+
+			patchInstallation(`[{"op":"add","path":"/spec/serviceCIDRs","value":["10.96.0.0/12"]}]`)
+			windowsDegraded("Invalid Installation provided: IPv4 IPPool encapsulation VXLANCrossSubnet is not supported")
+
+			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/ipPools/0/encapsulation","value":"VXLAN"}]`)
+			windowsDegraded("Invalid StrictAffinity")
+
+			ipam := &calicov3.IPAMConfiguration{}
+			Expect(k8s.Get(ctx, types.NamespacedName{Name: "default"}, ipam)).To(Succeed())
+			ipam.Spec.StrictAffinity = true
+			Expect(k8s.Update(ctx, ipam)).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(condition(g, calicosim.StatusCalicoWindows, operatorv1.ComponentAvailable).Status).To(Equal(operatorv1.ConditionTrue))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+		})
+
+		It("rejects bgp Disabled while an IPv6 pool is unencapsulated", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			patchInstallation(`[{"op":"add","path":"/spec/calicoNetwork/ipPools/-","value":{"name":"default-ipv6-ippool","cidr":"fd00:10:244::/64"}}]`)
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			pool := &calicov3.IPPool{}
+			Expect(k8s.Get(ctx, types.NamespacedName{Name: "default-ipv6-ippool"}, pool)).To(Succeed())
+			Expect(pool.Spec.VXLANMode).To(BeEmpty(), "native v3 CRDs leave vxlanMode empty for an unencapsulated pool")
+
+			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
+			Eventually(func(g Gomega) {
+				c := condition(g, calicosim.StatusCalico, operatorv1.ComponentDegraded)
+				g.Expect(c.Message).To(Equal("Invalid Installation provided: with BIRD cluster routing mode, unencapsulated IP pools require that BGP is enabled"))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+			Expect(env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND")).To(Equal("bird"), "nothing is rendered")
+		})
+
+		It("rejects windowsDataplane HNS without serviceCIDRs while the Windows controller waits for the ConfigMap", func() {
 			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
 			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`)
 			gen := installation().Generation
@@ -92,7 +170,8 @@ var _ = Describe("the simulated Tigera operator", func() {
 				c := condition(g, calicosim.StatusCalico, operatorv1.ComponentDegraded)
 				g.Expect(c.Status).To(Equal(operatorv1.ConditionTrue))
 				g.Expect(c.Reason).To(Equal(string(operatorv1.InvalidConfigurationError)))
-				g.Expect(c.Message).To(Equal("Invalid Installation provided: services endpoint configmap 'kubernetes-services-endpoint' does not have all required information for Calico Windows daemonset configuration"))
+				// The operator validates with the address its pod started with (the kubernetes Service's).
+				g.Expect(c.Message).To(Equal("Invalid Installation provided: installation spec.ServiceCIDRs must be provided when using Calico CNI on Windows"))
 				g.Expect(c.ObservedGeneration).To(Equal(gen))
 				g.Expect(condition(g, calicosim.StatusCalico, operatorv1.ComponentAvailable).Status).To(Equal(operatorv1.ConditionFalse))
 

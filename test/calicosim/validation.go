@@ -12,6 +12,9 @@ import (
 // core controller and the Windows controller both run it on the defaulted spec; a failure is reported as
 // "Invalid Installation provided: <error>" with reason InvalidConfigurationError, and nothing is rendered.
 func validateInstallation(spec *operatorv1.InstallationSpec, ep serviceEndpoint) error {
+	if err := validateRouting(spec); err != nil {
+		return err
+	}
 	if !windowsEnabled(spec) {
 		if spec.WindowsNodes != nil {
 			return errors.New(errWindowsNodesDisabled)
@@ -42,6 +45,30 @@ func firstIPv4Pool(spec *operatorv1.InstallationSpec) *operatorv1.IPPool {
 	for i := range spec.CalicoNetwork.IPPools {
 		if isIPv4(spec.CalicoNetwork.IPPools[i].CIDR) {
 			return &spec.CalicoNetwork.IPPools[i]
+		}
+	}
+	return nil
+}
+
+// validateRouting is the pool loop of validateCustomResource: in BIRD cluster routing mode (the default; Felix
+// cluster routing lifts it) IP-in-IP and unencapsulated pools, of either family, need BGP.
+func validateRouting(spec *operatorv1.InstallationSpec) error {
+	cn := spec.CalicoNetwork
+	if cn == nil || spec.CNI == nil || spec.CNI.Type != operatorv1.PluginCalico || spec.CNI.IPAM == nil ||
+		spec.CNI.IPAM.Type != operatorv1.IPAMPluginCalico {
+		return nil
+	}
+	felixRouting := cn.ClusterRoutingMode != nil && *cn.ClusterRoutingMode == operatorv1.ClusterRoutingModeFelix
+	bgpOff := cn.BGP == nil || *cn.BGP == operatorv1.BGPDisabled
+	if felixRouting || !bgpOff {
+		return nil
+	}
+	for _, pool := range cn.IPPools {
+		switch pool.Encapsulation {
+		case operatorv1.EncapsulationIPIP, operatorv1.EncapsulationIPIPCrossSubnet:
+			return errors.New(errIPIPNeedsBGP)
+		case operatorv1.EncapsulationNone:
+			return errors.New(errUnencapsulatedNeedsBGP)
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
 // windowsController plays the operator's Windows controller (pkg/controller/installation/windows_controller.go):
@@ -40,6 +41,8 @@ func (r *windowsController) setup(mgr ctrl.Manager) error {
 		Watches(&appsv1.DaemonSet{}, toInstallation, builder.WithPredicates(inNamespace(calicoNamespace), named(windowsDaemonSet))).
 		Watches(&corev1.Service{}, toInstallation, builder.WithPredicates(inNamespace(kubeSystem), named(kubeDNSName))).
 		Watches(&calicov3.IPAMConfiguration{}, toInstallation, builder.WithPredicates(named(ipamConfigName))).
+		Watches(&calicov3.FelixConfiguration{}, toInstallation, builder.WithPredicates(named(felixConfigName))).
+		WatchesRawSource(source.Channel(r.sim.windowsPokes, toInstallation)).
 		Complete(r)
 }
 
@@ -66,24 +69,25 @@ func (r *windowsController) Reconcile(ctx context.Context, _ reconcile.Request) 
 	return finish(err, wait)
 }
 
-// reconcile checks the prerequisites in the order in which their messages were observed on the operator
-// (kube-dns, services endpoint, then strictAffinity), validation between the last two as in the operator.
+// reconcile checks the prerequisites in the operator's order: the services endpoint ConfigMap, the Installation
+// status, validation, spec.windowsNodes, FelixConfiguration, the IPAM configuration's strictAffinity, kube-dns and
+// the VXLAN VNI; the first one missing is the Degraded message.
 func (r *windowsController) reconcile(ctx context.Context, inst *operatorv1.Installation) error {
-	dns := &corev1.Service{}
-	if err := r.sim.reader.Get(ctx, types.NamespacedName{Namespace: kubeSystem, Name: kubeDNSName}, dns); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.status.setDegraded(operatorv1.ResourceNotFound, fmt.Sprintf("%s service not found", kubeDNSName), err)
-			return nil
-		}
-		r.status.setDegraded(operatorv1.ResourceReadError, fmt.Sprintf("Error querying %s service", kubeDNSName), err)
-		return err
-	}
 	cm := &corev1.ConfigMap{}
 	if err := r.sim.reader.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: servicesEndpointCM}, cm); err != nil {
+		// PopulateK8sServiceEndPoint ignores a missing ConfigMap; the Windows controller checks for it first.
 		r.status.setDegraded(operatorv1.ResourceReadError, msgServicesEndpointRead, err)
 		return client.IgnoreNotFound(err)
 	}
-	ep := endpointFrom(cm)
+	ep, err := r.sim.populateEndpoint(ctx, inst, cm)
+	if err != nil {
+		r.status.setDegraded(operatorv1.ResourceReadError, msgServicesEndpointRead, err)
+		return err
+	}
+	if inst.Status.Variant == "" && inst.Status.Computed == nil {
+		r.status.setDegraded(operatorv1.ResourceNotReady, msgInstallationStatusEmpty, errors.New(msgInstallationStatusEmpty))
+		return nil
+	}
 	if err := validateInstallation(&inst.Spec, ep); err != nil {
 		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidInstallation, err)
 		return nil
@@ -92,6 +96,11 @@ func (r *windowsController) reconcile(ctx context.Context, inst *operatorv1.Inst
 		// Core defaulting has not written spec.windowsNodes yet; its patch wakes this controller again.
 		r.status.setDegraded(operatorv1.ResourceNotReady, msgWindowsNodesNil, errors.New(msgWindowsNodesNil))
 		return nil
+	}
+	felix := &calicov3.FelixConfiguration{}
+	if err := r.sim.reader.Get(ctx, types.NamespacedName{Name: felixConfigName}, felix); client.IgnoreNotFound(err) != nil {
+		r.status.setDegraded(operatorv1.ResourceReadError, "Unable to read FelixConfiguration", err)
+		return err
 	}
 	if cni := inst.Spec.CNI; cni != nil && cni.Type == operatorv1.PluginCalico && cni.IPAM != nil && cni.IPAM.Type == operatorv1.IPAMPluginCalico {
 		ipam := &calicov3.IPAMConfiguration{}
@@ -106,7 +115,20 @@ func (r *windowsController) reconcile(ctx context.Context, inst *operatorv1.Inst
 			return nil
 		}
 	}
-	if err := r.sim.applyDaemonSet(ctx, renderCalicoNodeWindows(&inst.Spec, ep, dns.Spec.ClusterIPs)); err != nil {
+	dns := &corev1.Service{}
+	if err := r.sim.reader.Get(ctx, types.NamespacedName{Namespace: kubeSystem, Name: kubeDNSName}, dns); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.status.setDegraded(operatorv1.ResourceNotFound, fmt.Sprintf("%s service not found", kubeDNSName), err)
+			return nil
+		}
+		r.status.setDegraded(operatorv1.ResourceReadError, fmt.Sprintf("Error querying %s service", kubeDNSName), err)
+		return err
+	}
+	if felix.Spec.VXLANVNI == nil {
+		r.status.setDegraded(operatorv1.ResourceReadError, msgVNIRead, errors.New(errVNIMissing))
+		return nil
+	}
+	if err := r.sim.applyDaemonSet(ctx, renderCalicoNodeWindows(&inst.Spec, ep, dns.Spec.ClusterIPs, *felix.Spec.VXLANVNI)); err != nil {
 		r.status.setDegraded(operatorv1.ResourceUpdateError, "Error creating / updating resource", err)
 		return err
 	}

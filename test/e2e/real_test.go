@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,28 +101,29 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 		// The node-heartbeat-with-lease stage renews Leases only with a lease duration.
 		"--node-lease-duration-seconds=40"}
 	kwokArgs = append(kwokArgs, "--config", strings.Join(stages, ","))
-	u, err := url.Parse(cfg.Host)
-	if err != nil {
-		return nil, err
-	}
-	host, port, err := net.SplitHostPort(u.Host)
+	// The operator runs with a pod's environment: KUBERNETES_SERVICE_HOST/PORT
+	// are the kubernetes Service's, put over by the services-endpoint
+	// ConfigMap at each start (the Deployment's optional envFrom). It reaches
+	// the API server through its kubeconfig.
+	operatorEnv, err := podEnvironment(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range []struct {
 		name string
-		env  []string
+		env  func() []string
 		bin  string
 		args []string
 	}{
-		{"kube-controller-manager", nil, filepath.Join(k8sBin, "kube-controller-manager"), []string{"--kubeconfig", kubeconfig,
+		{"kube-controller-manager", noEnv, filepath.Join(k8sBin, "kube-controller-manager"), []string{"--kubeconfig", kubeconfig,
 			"--controllers=*,-serviceaccount-token", "--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false"}},
-		{"kube-scheduler", nil, filepath.Join(k8sBin, "kube-scheduler"), []string{"--kubeconfig", kubeconfig,
+		{"kube-scheduler", noEnv, filepath.Join(k8sBin, "kube-scheduler"), []string{"--kubeconfig", kubeconfig,
 			"--leader-elect=false", "--secure-port=0"}},
-		{"kwok", nil, binPath("e2e", "kwok"), kwokArgs},
-		{"tigera-operator", []string{"OPERATOR_NAMESPACE=" + calico.OperatorNamespace, "KUBECONFIG=" + kubeconfig,
-			"KUBERNETES_SERVICE_HOST=" + host, "KUBERNETES_SERVICE_PORT=" + port, "CALICO_API_GROUP=projectcalico.org/v3"},
-			binPath("e2e", "tigera-operator"), []string{"--enable-leader-election=false"}},
+		{"kwok", noEnv, binPath("e2e", "kwok"), kwokArgs},
+		{"tigera-operator", func() []string {
+			return append(operatorEnv(), "OPERATOR_NAMESPACE="+calico.OperatorNamespace, "KUBECONFIG="+kubeconfig,
+				"CALICO_API_GROUP=projectcalico.org/v3")
+		}, binPath("e2e", "tigera-operator"), []string{"--enable-leader-election=false"}},
 	} {
 		if err := b.supervise(p.name, p.env, p.bin, p.args...); err != nil {
 			return nil, err
@@ -133,10 +133,9 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 }
 
 // supervise runs a binary and starts it again when it exits, as a
-// Deployment would: the Tigera operator exits on purpose when the
-// services-endpoint ConfigMap changes.
-func (b *realBackend) supervise(name string, env []string, bin string, args ...string) error {
-	p, err := startProcess(name, b.logDir, env, bin, args...)
+// Deployment would; env is read at every start.
+func (b *realBackend) supervise(name string, env func() []string, bin string, args ...string) error {
+	p, err := startProcess(name, b.logDir, env(), bin, args...)
 	if err != nil {
 		return err
 	}
@@ -153,7 +152,7 @@ func (b *realBackend) supervise(name string, env []string, bin string, args ...s
 				return
 			}
 			time.Sleep(time.Second) // a crash-loop back-off, outside any test
-			next, err := startProcess(fmt.Sprintf("%s-%d", name, restart), b.logDir, env, bin, args...)
+			next, err := startProcess(fmt.Sprintf("%s-%d", name, restart), b.logDir, env(), bin, args...)
 			if err != nil {
 				return
 			}
@@ -228,4 +227,38 @@ func (b *realBackend) Stop() error {
 		errs = append(errs, b.env.Stop())
 	}
 	return errors.Join(errs...)
+}
+
+func noEnv() []string { return nil }
+
+// podEnvironment returns what a pod of the Tigera operator Deployment gets as
+// KUBERNETES_SERVICE_HOST/PORT when it starts: the kubernetes Service's
+// address, with the services-endpoint ConfigMap's keys put over it (envFrom,
+// optional). The function reads the ConfigMap at each call.
+func podEnvironment(ctx context.Context, c client.Client) (func() []string, error) {
+	svc := &corev1.Service{}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, svc)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the kubernetes Service: %w", err)
+	}
+	service := map[string]string{
+		calico.ServiceHostKey: svc.Spec.ClusterIP,
+		calico.ServicePortKey: fmt.Sprint(svc.Spec.Ports[0].Port),
+	}
+	return func() []string {
+		env := maps.Clone(service)
+		cm := &corev1.ConfigMap{}
+		key := client.ObjectKey{Namespace: calico.OperatorNamespace, Name: calico.ServicesEndpointConfigMap}
+		if err := c.Get(context.Background(), key, cm); err == nil {
+			for _, k := range []string{calico.ServiceHostKey, calico.ServicePortKey} {
+				if v, ok := cm.Data[k]; ok {
+					env[k] = v
+				}
+			}
+		}
+		return []string{calico.ServiceHostKey + "=" + env[calico.ServiceHostKey], calico.ServicePortKey + "=" + env[calico.ServicePortKey]}
+	}, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -136,10 +137,51 @@ func healthy() error {
 
 var _ = Describe("A platform team making its Calico cluster Windows-ready", Ordered, func() {
 	var original touched
+	var originalEnv [2]string
 
 	BeforeAll(func() {
 		Expect(calicoBackend.Seed(ctx, k8s, mainCluster())).To(Succeed())
 		original = touchedFields()
+		originalEnv = [2]string{daemonSetEnv(calico.NodeDaemonSet, calico.ServiceHostKey), daemonSetEnv(calico.NodeDaemonSet, calico.ServicePortKey)}
+	})
+
+	It("reads IPAM blocks where the Calico API server serves projectcalico.org/v3 without them", func() {
+		withAPIServerKinds()
+		block := borrowedBlock()
+		Expect(k8s.Create(ctx, block)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, block))).To(Succeed()) })
+		createPausedWR()
+		Eventually(checkOf(preflight.CheckBorrowed)).Should(And(HaveField("Result", v1alpha1.CheckWarn),
+			HaveField("Message", ContainSubstring("on linux-1 (1)"))), why)
+		Eventually(phase).Should(Equal(v1alpha1.PhasePaused), why)
+		deleteWR()
+	})
+
+	It("refuses a workload pool the Installation does not describe, naming it, and changes nothing", func() {
+		pool := &calicov3.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "hand-made"},
+			Spec: calicov3.IPPoolSpec{CIDR: "172.30.0.0/16", VXLANMode: calicov3.VXLANModeCrossSubnet, IPIPMode: calicov3.IPIPModeNever}}
+		Expect(k8s.Create(ctx, pool)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, pool))).To(Succeed()) })
+		createPausedWR()
+		Eventually(checkOf(preflight.CheckForeignPools)).Should(And(HaveField("Result", v1alpha1.CheckFail),
+			HaveField("Message", ContainSubstring("hand-made (172.30.0.0/16, vxlanMode CrossSubnet"))), why)
+		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Expect(touchedFields()).To(Equal(original))
+		deleteWR()
+	})
+
+	It("refuses to turn BGP off next to an unencapsulated IPv6 pool in a dual-stack cluster", func() {
+		v6 := operatorv1.IPPool{Name: "default-ipv6-ippool", CIDR: "fd00:10:244::/64"}
+		setPools(append(installation().Spec.CalicoNetwork.IPPools, v6))
+		DeferCleanup(func() { setPools(installation().Spec.CalicoNetwork.IPPools[:1]) })
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Name: v6.Name}, &calicov3.IPPool{}) }).
+			Should(Succeed(), "the Tigera operator writes the IPv6 pool")
+		createPausedWR()
+		Eventually(checkOf(preflight.CheckUnencapsulated)).Should(And(HaveField("Result", v1alpha1.CheckFail),
+			HaveField("Message", ContainSubstring("default-ipv6-ippool (fd00:10:244::/64): Windows is IPv4 only"))), why)
+		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)))
+		deleteWR()
 	})
 
 	AfterAll(func() {
@@ -150,9 +192,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 	})
 
 	It("keeps Windows nodes out while the cluster is not ready", func() {
-		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
-			Spec: v1alpha1.WindowsReadinessSpec{Paused: true, Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: skipProbe()}}}
-		Expect(k8s.Create(ctx, wr)).To(Succeed())
+		createPausedWR()
 		Eventually(phase).Should(Equal(v1alpha1.PhasePaused), why)
 		Eventually(func() error { return k8s.Create(ctx, windowsNode(), client.DryRunAll) }).
 			Should(MatchError(ContainSubstring("this cluster is not ready for Windows nodes yet (WindowsReadiness default is Paused)")))
@@ -186,6 +226,9 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
 		Expect(touchedFields()).To(Equal(original))
 		Expect(daemonSetEnv(calico.NodeDaemonSet, calico.NetworkingBackendEnv)).NotTo(Equal(calico.BackendVXLAN))
+		By("running calico-node with the API server address it had before, which the Tigera operator keeps")
+		Expect([2]string{daemonSetEnv(calico.NodeDaemonSet, calico.ServiceHostKey), daemonSetEnv(calico.NodeDaemonSet, calico.ServicePortKey)}).
+			To(Equal(originalEnv))
 		Eventually(healthy).Should(Succeed())
 		By("leaving calico-node-windows behind, as the Tigera operator does")
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.WindowsNodeDaemonSet}, &appsv1.DaemonSet{})).To(Succeed())

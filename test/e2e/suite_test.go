@@ -15,6 +15,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -57,6 +58,7 @@ var _ = BeforeSuite(func() {
 	var err error
 	scheme, err = controllers.NewScheme()
 	Expect(err).NotTo(HaveOccurred())
+	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	logDir = os.Getenv("E2E_LOG_DIR")
 	if logDir == "" {
 		logDir = GinkgoT().TempDir()

@@ -1,0 +1,39 @@
+package controllers
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/winready/winready/api/v1alpha1"
+)
+
+// maxMessage is the CRD's limit on status.message, condition messages and
+// step messages: a longer string makes the API server reject the whole
+// status patch.
+const maxMessage = 1024
+
+// bounded cuts s to the status limit, saying how much was cut.
+func bounded(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	suffix := fmt.Sprintf(" ... (%d more characters)", len(s))
+	cut := maxMessage - len(suffix)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf(" ... (%d more characters)", len(s)-cut)
+}
+
+// boundStatus keeps every free-text field of the status within the CRD's
+// limits, whatever went into it (node names, probe pairs, TigeraStatus
+// messages), so that the status can always be written.
+func boundStatus(st *v1alpha1.WindowsReadinessStatus) {
+	st.Message = bounded(st.Message)
+	for i := range st.Conditions {
+		st.Conditions[i].Message = bounded(st.Conditions[i].Message)
+	}
+	for i := range st.Steps {
+		st.Steps[i].Message = bounded(st.Steps[i].Message)
+	}
+}

@@ -1,0 +1,208 @@
+package controllers_test
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/record"
+	"github.com/winready/winready/test/calicosim"
+)
+
+// originalsRecord is the durable record of the originals; nil when absent.
+func originalsRecord() *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{}
+	err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: record.Name}, cm)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return cm
+}
+
+var _ = Describe("Keeping the originals", func() {
+	var (
+		op       *operator
+		original touched
+	)
+
+	BeforeEach(func() {
+		seed(calicosim.MainCluster())
+		original = touchedFields()
+		op = startOperator(nil, nil)
+	})
+
+	AfterEach(func() { resetCluster(op) })
+
+	It("rolls back to the originals when the WindowsReadiness was deleted after Ready and applied again", func() {
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(originalsRecord()).NotTo(BeNil(), "written before the first change")
+
+		deleteWR()
+		Expect(originalsRecord()).NotTo(BeNil(), "deleting the WindowsReadiness leaves the record")
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(touchedFields()).To(Equal(original), "every field as it was before the first migration")
+		Expect(originalsRecord()).To(BeNil(), "removed after a finished rollback")
+	})
+
+	It("goes on from the record when the WindowsReadiness is deleted midway and applied again", func() {
+		createWR()
+		Eventually(func() v1alpha1.StepState { return stepOf(v1alpha1.StepBGP)().State }).Should(Equal(v1alpha1.StepCompleted))
+		deleteWR()
+		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)), "the cluster is half migrated")
+
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(getWR().Status.Originals.BGP).To(Equal(v1alpha1.OriginalValue{Present: true, Value: "Enabled"}),
+			"the originals are the ones from before the first change, not the half-migrated values")
+		Expect(condition(conditions.OriginalsRecorded)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonRestoredRecord))
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(touchedFields()).To(Equal(original))
+	})
+
+	It("uses the record over originals in a restored status that disagree with it", func() {
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		op.stop()
+		wr := getWR()
+		base := wr.DeepCopy()
+		wr.Status.Originals.BGP = v1alpha1.OriginalValue{Present: true, Value: "Disabled"}
+		Expect(k8s.Status().Patch(ctx, wr, client.MergeFrom(base))).To(Succeed())
+		op = startOperator(op.clock, op.writes)
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(touchedFields()).To(Equal(original))
+		Expect(condition(conditions.OriginalsRecorded)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonRestoredRecord))
+	})
+
+	It("says so when it records originals from a cluster that already looks migrated", func() {
+		resetCluster(op)
+		cl := calicosim.MainCluster()
+		cl.BGP = operatorv1.BGPDisabled
+		seed(cl)
+		op = startOperator(nil, nil)
+		createWR()
+		Eventually(condition(conditions.OriginalsRecorded)).Should(And(haveStatus(metav1.ConditionTrue, conditions.ReasonRecorded),
+			HaveField("Message", ContainSubstring("already held spec.calicoNetwork.bgp Disabled"))))
+	})
+})
+
+var _ = Describe("A status that can always be written", func() {
+	var op *operator
+
+	BeforeEach(func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+	})
+
+	AfterEach(func() {
+		for i := range 50 {
+			deleteNode(longNodeName(i))
+		}
+		resetCluster(op)
+	})
+
+	It("refuses a rollback naming 50 Windows nodes with 63-character names within the status limits", func() {
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		for i := range 50 {
+			Eventually(func() error { return k8s.Create(ctx, windowsNode(longNodeName(i))) }).Should(Succeed())
+		}
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseStalled))
+		wr := getWR()
+		Expect(wr.Status.Message).To(ContainSubstring("Windows nodes have joined (" + longNodeName(0)))
+		Expect(len(wr.Status.Message)).To(BeNumerically("<=", 1024))
+		Expect(wr.Status.WindowsNodes).To(HaveLen(50))
+	})
+})
+
+func longNodeName(i int) string {
+	prefix := fmt.Sprintf("win-%02d-", i)
+	return prefix + strings.Repeat("x", 63-len(prefix))
+}
+
+var _ = Describe("Transient API errors", func() {
+	var op *operator
+
+	AfterEach(func() { resetCluster(op) })
+
+	It("are retried until a migration and a rollback reach the same end state, each change applied once", func() {
+		seed(calicosim.MainCluster())
+		original := touchedFields()
+		baseline := appliedWrites()
+		flaky := newFlakiness(0.1, 0.2)
+		op = startOperatorWith(operatorOptions{flaky: flaky})
+		createWR()
+
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(flaky.failedBefore.Load()).To(BeNumerically(">", 0))
+		Expect(flaky.failedAfter.Load()).To(BeNumerically(">", 0))
+		Eventually(func() map[string]int { return calicoOnly(appliedWritesSince(baseline)()) }).Should(Equal(map[string]int{
+			"ipamconfigurations patch":          1,
+			"installations patch":               4,
+			"configmaps tigera-operator create": 1,
+		}), "each change applied once; all writes: %v", appliedWritesSince(baseline)())
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(touchedFields()).To(Equal(original))
+	})
+})
+
+var _ = Describe("A dry run at any moment", func() {
+	var op *operator
+
+	BeforeEach(func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+	})
+
+	AfterEach(func() { resetCluster(op) })
+
+	It("stops a migration midway and shows what is left", func() {
+		sim.HoldRollouts()
+		createWR()
+		Eventually(func() string { return stepOf(v1alpha1.StepBGP)().Message }).Should(ContainSubstring("calico-node rollout"))
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePlanned))
+		sim.ReleaseRollouts()
+		Consistently(servicesEndpoint).Should(BeNil(), "no further step runs")
+		Expect(getWR().Status.Plan).To(ContainElement(HaveField("Step", v1alpha1.StepServicesEndpoint)))
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+	})
+
+	It("shows the reverse plan for a rollback and changes nothing", func() {
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		migrated := touchedFields()
+		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.DryRun = true
+			wr.Spec.Direction = v1alpha1.DirectionRollback
+		})
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePlanned))
+		Expect(getWR().Status.Plan).To(ContainElement(And(HaveField("Step", v1alpha1.StepBGP),
+			HaveField("Before", "Disabled"), HaveField("After", "Enabled"))))
+		Consistently(touchedFields).Should(Equal(migrated))
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+	})
+})
