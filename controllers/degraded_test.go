@@ -19,36 +19,45 @@ var _ = Describe("Calico Degraded after winready's own change", func() {
 
 	BeforeEach(func() {
 		seed(calicosim.MainCluster())
-		sim.HoldRollouts()
 		op = startOperator(nil, nil)
 	})
 
 	AfterEach(func() { resetCluster(op) })
 
-	// degradedDuring makes Calico Degraded while step waits for its rollout.
+	// degradedDuring makes Calico Degraded while step waits for its rollout,
+	// as a change calico-node cannot run with would, and waits until winready
+	// sees it.
 	degradedDuring := func(step v1alpha1.StepName) {
 		Eventually(func() string { return stepOf(step)().Message }).Should(ContainSubstring("calico-node rollout"))
 		sim.InjectFault("calico-node crash looping on linux-2")
-		Eventually(condition(conditions.CalicoHealthy)).Should(haveStatus(metav1.ConditionFalse, conditions.ReasonCalicoDegraded))
+		sim.ReleaseRollouts()
+		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("recover from Degraded"))
 	}
 
 	It("lets a rollback undo the change while Calico stays Degraded", func() {
+		sim.HoldRollouts()
 		createWR()
 		degradedDuring(v1alpha1.StepBGP)
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 
 		Eventually(func() *operatorv1.BGPOption { return installation().Spec.CalicoNetwork.BGP }).
 			Should(HaveValue(Equal(operatorv1.BGPEnabled)), "the rollback of BGP goes ahead although Calico is Degraded")
-		Expect(condition(conditions.CalicoHealthy)().Message).To(ContainSubstring("the rollback goes on to undo it"))
+		Eventually(func() string { return condition(conditions.CalicoHealthy)().Message }).Should(ContainSubstring("the rollback goes on to undo it"))
 
 		sim.ClearFault()
-		sim.ReleaseRollouts()
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
 	})
 
 	It("re-runs that step toward a corrected target, and nothing else", func() {
 		createWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: "10.0.0.99", Port: 6443}
+			wr.Spec.RequireApproval = true
+			wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepEncapsulation, v1alpha1.StepBGP}
+		})
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseAwaitingApproval))
+		sim.HoldRollouts()
+		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.ApprovedSteps = append(wr.Spec.ApprovedSteps, v1alpha1.StepServicesEndpoint)
 		})
 		degradedDuring(v1alpha1.StepServicesEndpoint)
 		updateWR(func(wr *v1alpha1.WindowsReadiness) {
@@ -56,11 +65,10 @@ var _ = Describe("Calico Degraded after winready's own change", func() {
 		})
 		Eventually(func() string { return servicesEndpoint().Data[calico.ServiceHostKey] }).Should(Equal("10.0.0.10"),
 			"the step that made Calico Degraded runs again with the corrected address")
-		Expect(condition(conditions.CalicoHealthy)().Message).To(ContainSubstring("re-running it toward the corrected target"))
+		Eventually(func() string { return condition(conditions.CalicoHealthy)().Message }).Should(ContainSubstring("re-running it toward the corrected target"))
 		Expect(installation().Spec.ServiceCIDRs).To(BeEmpty(), "the next step waits for Calico")
 
 		sim.ClearFault()
-		sim.ReleaseRollouts()
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
 	})
 

@@ -30,8 +30,9 @@ func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction,
 		}
 		logger := log.FromContext(ctx).WithValues("step", step.Name(), "index", n, "direction", dir)
 		ctx := log.IntoContext(ctx, logger)
-		if p.finished(step.Name(), dir) {
-			// Calico applied this step before; later steps' changes make its
+		if untouched := dir == v1alpha1.DirectionRollback && p.step(step.Name()).State == v1alpha1.StepPending; untouched || p.finished(step.Name(), dir) {
+			// Calico applied this step before (or, in a rollback, the
+			// migration never got to it); later steps' changes make its
 			// TigeraStatus and rollouts move again, which is not this step's
 			// to wait for. Only the value itself is checked.
 			holds, err := step.Holds(ctx, s, dir)
@@ -39,6 +40,7 @@ func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction,
 				return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)
 			}
 			if holds {
+				p.finishStep(step.Name(), dir)
 				continue
 			}
 		}

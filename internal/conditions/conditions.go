@@ -92,6 +92,10 @@ func Phase(wr *v1alpha1.WindowsReadiness) v1alpha1.Phase {
 	case rc != nil && rc.Reason == ReasonAwaitingApproval:
 		return v1alpha1.PhaseAwaitingApproval
 	}
+	ready := meta.FindStatusCondition(wr.Status.Conditions, Ready)
+	if ready != nil && ready.Reason == ReasonDryRun {
+		return v1alpha1.PhasePlanned
+	}
 	if wr.Spec.Direction == v1alpha1.DirectionRollback {
 		if rc != nil && rc.Status == metav1.ConditionFalse {
 			return v1alpha1.PhaseRolledBack
@@ -99,10 +103,7 @@ func Phase(wr *v1alpha1.WindowsReadiness) v1alpha1.Phase {
 		return v1alpha1.PhaseRollingBack
 	}
 	pf := meta.FindStatusCondition(wr.Status.Conditions, PreflightPassed)
-	ready := meta.FindStatusCondition(wr.Status.Conditions, Ready)
 	switch {
-	case ready != nil && ready.Reason == ReasonDryRun:
-		return v1alpha1.PhasePlanned
 	case IsTrue(wr, Ready):
 		return v1alpha1.PhaseReady
 	case rc == nil:
