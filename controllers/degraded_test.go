@@ -24,14 +24,13 @@ var _ = Describe("Calico Degraded after winready's own change", func() {
 
 	AfterEach(func() { resetCluster(op) })
 
-	// degradedDuring makes Calico Degraded while step waits for its rollout,
-	// as a change calico-node cannot run with would, and waits until winready
-	// sees it.
+	// degradedDuring makes Calico Degraded while step waits for its held
+	// rollout, as a change calico-node cannot run with would, and waits
+	// until winready sees it.
 	degradedDuring := func(step v1alpha1.StepName) {
 		Eventually(func() string { return stepOf(step)().Message }).Should(ContainSubstring("calico-node rollout"))
 		sim.InjectFault("calico-node crash looping on linux-2")
-		sim.ReleaseRollouts()
-		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("recover from Degraded"))
+		Eventually(condition(conditions.CalicoHealthy)).Should(haveStatus(metav1.ConditionFalse, conditions.ReasonCalicoDegraded))
 	}
 
 	It("lets a rollback undo the change while Calico stays Degraded", func() {
@@ -45,6 +44,7 @@ var _ = Describe("Calico Degraded after winready's own change", func() {
 		Eventually(func() string { return condition(conditions.CalicoHealthy)().Message }).Should(ContainSubstring("the rollback goes on to undo it"))
 
 		sim.ClearFault()
+		sim.ReleaseRollouts()
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
 	})
 
@@ -69,6 +69,7 @@ var _ = Describe("Calico Degraded after winready's own change", func() {
 		Expect(installation().Spec.ServiceCIDRs).To(BeEmpty(), "the next step waits for Calico")
 
 		sim.ClearFault()
+		sim.ReleaseRollouts()
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
 	})
 

@@ -36,6 +36,15 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 		if p.wr.Spec.DryRun {
 			return ctrl.Result{}, p.dryRun(ctx, inst, steps)
 		}
+		if p.wr.Spec.Paused {
+			// No probe round while paused: it would run agents on every node.
+			if err := p.stopProbe(ctx); err != nil {
+				return ctrl.Result{}, err
+			}
+			p.blockedAt(steps[0].Name(), 1, len(steps), conditions.ReasonPaused,
+				"paused before the UDP 4789 probe and the first change; set spec.paused: false to continue")
+			return ctrl.Result{}, nil
+		}
 		if ok, result, err := p.probeNetwork(ctx); err != nil || !ok {
 			return result, err
 		}

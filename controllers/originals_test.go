@@ -7,13 +7,17 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/tigera/operator/api/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/test/calicosim"
 )
@@ -204,5 +208,109 @@ var _ = Describe("A dry run at any moment", func() {
 
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false })
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+	})
+})
+
+var _ = Describe("Editing the spec after a step finished", func() {
+	var op *operator
+
+	BeforeEach(func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+	})
+
+	AfterEach(func() { resetCluster(op) })
+
+	It("re-runs the step toward each new value and blames no field manager", func() {
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		for _, cidr := range []v1alpha1.IPv4CIDR{"10.96.0.0/16", "10.97.0.0/16", "10.98.0.0/16"} {
+			updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.ServiceCIDRs = []v1alpha1.IPv4CIDR{cidr} })
+			Eventually(func() []string { return installation().Spec.ServiceCIDRs }).Should(Equal([]string{string(cidr)}))
+			Eventually(func() bool {
+				wr := getWR()
+				return wr.Status.Phase == v1alpha1.PhaseReady && wr.Status.ObservedGeneration == wr.Generation
+			}).Should(BeTrue())
+		}
+		Expect(stepOf(v1alpha1.StepServiceCIDRs)().Reverts).To(BeZero(), "a spec edit is not another manager's revert")
+		Expect(condition(conditions.Stalled)().Status).NotTo(Equal(metav1.ConditionTrue))
+	})
+})
+
+var _ = Describe("The probe round", func() {
+	var op *operator
+
+	BeforeEach(func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+	})
+
+	AfterEach(func() { resetCluster(op) })
+
+	probeGone := func() bool {
+		ds := apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: preflight.ProbeName}, &appsv1.DaemonSet{}))
+		cms := &corev1.ConfigMapList{}
+		Expect(k8s.List(ctx, cms, client.InNamespace(operatorNamespace), client.HasLabels{preflight.ReportLabel})).To(Succeed())
+		return ds && len(cms.Items) == 0
+	}
+	midRound := func() {
+		agents.Silence("linux-2")
+		createWR()
+		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
+		Expect(probeGone()).To(BeFalse())
+	}
+
+	It("is removed when the spec skips the probe midway, and the migration goes on", func() {
+		midRound()
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Preflight.SkipNetworkProbe = true })
+		Eventually(probeGone).Should(BeTrue(), "the agents, the plan and the reports are gone")
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+	})
+
+	It("is removed when the migration is paused or turned into a rollback midway", func() {
+		midRound()
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		Eventually(probeGone).Should(BeTrue())
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(probeGone).Should(BeTrue())
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+	})
+
+	It("stalls with the API server's reason when its agents cannot be created, after a bounded number of tries", func() {
+		policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "no-host-network"},
+			Spec: admissionv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionv1.Fail),
+				MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Create},
+						Rule: admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"daemonsets"}}}}}},
+				Validations: []admissionv1.Validation{{Expression: "!object.spec.template.spec.hostNetwork",
+					Message: "hostNetwork pods are not allowed in this cluster"}},
+			}}
+		// Bound to winready's namespace only, so that nothing else is refused
+		// while the API server forgets the policy after the spec.
+		binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-host-network"},
+			Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "no-host-network",
+				MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"kubernetes.io/metadata.name": operatorNamespace}}},
+				ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}
+		for _, obj := range []client.Object{policy, binding} {
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
+		}
+		probe := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "policy-check"},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}},
+					Spec: corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}}}
+		Eventually(func() error { return k8s.Create(ctx, probe, client.DryRunAll) }).Should(MatchError(ContainSubstring("hostNetwork pods are not allowed")))
+
+		createWR()
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
+		Expect(getWR().Status.Message).To(And(ContainSubstring("could not be started in 5 attempts"),
+			ContainSubstring("hostNetwork pods are not allowed in this cluster")))
+		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty(), "nothing was changed")
 	})
 })

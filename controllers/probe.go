@@ -42,6 +42,9 @@ func (p *pass) probeNetwork(ctx context.Context) (bool, ctrl.Result, error) {
 	trigger := p.wr.Annotations[RerunPreflightAnnotation]
 
 	if spec.SkipNetworkProbe {
+		if err := p.stopProbe(ctx); err != nil {
+			return false, ctrl.Result{}, err
+		}
 		if st == nil || !st.Skipped {
 			p.event(corev1.EventTypeWarning, "NetworkProbeSkipped", "Preflight",
 				"the UDP 4789 probe is skipped as spec.preflight.skipNetworkProbe asks: VXLAN between nodes is not verified")
@@ -57,7 +60,8 @@ func (p *pass) probeNetwork(ctx context.Context) (bool, ctrl.Result, error) {
 		fresh = false
 	}
 	if !fresh {
-		return false, p.startProbe(ctx, now, trigger), nil
+		result, err := p.startProbe(ctx, now, trigger)
+		return false, result, err
 	}
 	p.wr.Status.Preflight.Probe = st
 	if st.CompletedAt == nil {
@@ -102,24 +106,56 @@ func (p *pass) roundConfig() preflight.RoundConfig {
 	return preflight.RoundConfig{Namespace: p.r.Namespace, Image: p.r.ProbeImage, Duration: p.probeTimeout(), Extra: p.extraTargets()}
 }
 
+// maxProbeStartAttempts bounds the tries to start a round (each after the
+// capped backoff) before a person is asked: a policy engine refusing
+// hostNetwork pods, a quota or a missing image does not go away by itself.
+const maxProbeStartAttempts = 5
+
 // startProbe starts a new round on every Linux node.
-func (p *pass) startProbe(ctx context.Context, now time.Time, trigger string) ctrl.Result {
+func (p *pass) startProbe(ctx context.Context, now time.Time, trigger string) (ctrl.Result, error) {
 	nodes, err := preflight.ListLinuxNodes(ctx, p.r.APIReader)
 	if err != nil {
-		p.progress(conditions.ReasonProgressing, "preflight: cannot list nodes: "+err.Error())
-		return ctrl.Result{RequeueAfter: p.r.guardRetry()}
+		return ctrl.Result{}, fmt.Errorf("preflight: listing nodes: %w", err)
 	}
 	round := preflight.RoundID(p.wr.Generation, now) + roundSuffix(trigger)
 	owner := []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "WindowsReadiness", Name: p.wr.Name, UID: p.wr.UID}}
 	if err := preflight.StartRound(ctx, p.r.Client, p.roundConfig(), round, nodes, owner); err != nil {
-		p.progress(conditions.ReasonProgressing, "preflight: cannot start the UDP 4789 probe: "+err.Error())
-		return ctrl.Result{RequeueAfter: p.r.guardRetry()}
+		if attempts := p.r.retries.attempts() + 1; attempts >= maxProbeStartAttempts {
+			msg := fmt.Sprintf("preflight failed, nothing was changed: the UDP 4789 probe could not be started in %d attempts: %v. "+
+				"Fix what the API server says (an admission policy refusing hostNetwork pods, a quota, the probe image), then "+
+				"annotate %s, or set spec.preflight.skipNetworkProbe if the path was verified another way", attempts, err, RerunPreflightAnnotation)
+			p.set(conditions.PreflightPassed, metav1.ConditionFalse, conditions.ReasonNetworkProbeFailed, msg)
+			if !p.alreadyStalled(conditions.ReasonNetworkProbeFailed) {
+				p.event(corev1.EventTypeWarning, conditions.ReasonNetworkProbeFailed, "Preflight", "%s", msg)
+			}
+			p.stall(conditions.ReasonNetworkProbeFailed, msg)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("preflight: starting the UDP 4789 probe: %w", err)
 	}
 	started := metav1.NewTime(now)
 	p.wr.Status.Preflight.Probe = &v1alpha1.ProbeStatus{Round: round, Generation: p.wr.Generation, StartedAt: &started, Nodes: int32(len(nodes))}
 	p.event(corev1.EventTypeNormal, "NetworkProbeStarted", "Preflight", "probing UDP 4789 between %d Linux nodes (round %s)", len(nodes), round)
 	p.progress(conditions.ReasonProgressing, fmt.Sprintf("preflight: probing UDP 4789 between %d Linux nodes", len(nodes)))
-	return ctrl.Result{RequeueAfter: p.probeTimeout() + probeStartGrace}
+	return ctrl.Result{RequeueAfter: p.probeTimeout() + probeStartGrace}, nil
+}
+
+// stopProbe removes the agents, the plan and the reports of a round that is
+// still running, when the spec no longer wants it (skipped, paused, rolled
+// back).
+func (p *pass) stopProbe(ctx context.Context) error {
+	prev := p.before.Status.Preflight
+	if prev == nil || prev.Probe == nil || prev.Probe.Skipped || prev.Probe.Round == "" || prev.Probe.CompletedAt != nil {
+		return nil
+	}
+	if err := preflight.Cleanup(ctx, p.r.Client, p.r.Namespace); err != nil {
+		return err
+	}
+	if pf := p.wr.Status.Preflight; pf != nil {
+		pf.Probe = nil
+	}
+	p.event(corev1.EventTypeNormal, "NetworkProbeStopped", "Preflight", "stopped the UDP 4789 probe round %s as the spec asks", prev.Probe.Round)
+	return nil
 }
 
 // collectProbe waits for the reports of a round and aggregates them once
@@ -144,12 +180,20 @@ func (p *pass) collectProbe(ctx context.Context, st *v1alpha1.ProbeStatus, now t
 	completed := metav1.NewTime(now)
 	result.CompletedAt = &completed
 	p.wr.Status.Preflight.Probe = &result
+	if failed(&result) {
+		p.probeFailed(&result)
+	}
+	// The reports are deleted only once the status that sums them up is
+	// saved: a status write that fails leaves them for the next pass.
+	p.wr.Status.Phase = conditions.Phase(p.wr)
+	if err := p.persist(ctx); err != nil {
+		return false, ctrl.Result{}, err
+	}
 	if err := preflight.Cleanup(ctx, p.r.Client, p.r.Namespace); err != nil {
 		return false, ctrl.Result{}, err
 	}
 	if failed(&result) {
 		p.event(corev1.EventTypeWarning, "NetworkProbeFailed", "Preflight", "%s", probeMessage(&result, failures))
-		p.probeFailed(&result)
 		return false, ctrl.Result{RequeueAfter: p.r.preflightRetry()}, nil
 	}
 	p.event(corev1.EventTypeNormal, "NetworkProbePassed", "Preflight", "UDP 4789 passed on all %d probed pairs", result.PassedPairs)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/gate"
 	"github.com/winready/winready/internal/phase"
 	"github.com/winready/winready/internal/record"
 )
@@ -32,6 +33,9 @@ func (p *pass) rollback(ctx context.Context, inst *operatorv1.Installation) (ctr
 		return ctrl.Result{}, nil
 	}
 	p.set(conditions.RollbackAllowed, metav1.ConditionTrue, conditions.ReasonNoWindowsNodes, "no Windows node has joined")
+	if err := p.stopProbe(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
 	// The durable record wins over the status: it outlives a deleted and
 	// re-applied WindowsReadiness.
 	saved, err := record.Load(ctx, p.r.APIReader, p.r.Namespace)
@@ -62,6 +66,11 @@ func (p *pass) rollback(ctx context.Context, inst *operatorv1.Installation) (ctr
 		return ctrl.Result{}, p.planOnly(ctx, s, v1alpha1.DirectionRollback, steps)
 	}
 	p.wr.Status.Plan = nil
+	// The gate is in place before the first change of a rollback, so that no
+	// Windows node joins between the check and the change.
+	if err := gate.Ensure(ctx, p.r.Client, p.wr); err != nil {
+		return ctrl.Result{}, err
+	}
 	done, result, err := p.walk(ctx, s, v1alpha1.DirectionRollback, steps, p.rollbackBlocked)
 	if err != nil || !done {
 		return result, err
@@ -87,7 +96,8 @@ func (p *pass) rollbackBlocked(ctx context.Context, step v1alpha1.StepName) (str
 	if reason, why := p.awaitingApproval(step); reason != "" {
 		return reason, why, nil
 	}
-	nodes, err := windowsNodes(ctx, p.r.Client)
+	// Read past the cache: a node that registered a moment ago counts.
+	nodes, err := windowsNodes(ctx, p.r.APIReader)
 	if err != nil {
 		return "", "", err
 	}

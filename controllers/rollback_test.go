@@ -7,9 +7,11 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -190,6 +192,46 @@ var _ = Describe("The Windows join gate", func() {
 		Eventually(wouldAdmit).Should(MatchError(ContainSubstring("not ready for Windows nodes yet")))
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
 		Eventually(wouldAdmit).Should(MatchError(ContainSubstring("is RolledBack")))
+	})
+
+	It("never blocks a Linux node, even with the WindowsReadiness and its CRD uninstalled around it", func() {
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+		Eventually(wouldAdmit).Should(MatchError(ContainSubstring("not ready for Windows nodes yet")))
+		op.stop()
+
+		By("deleting the WindowsReadiness with --cascade=orphan, then the CRD")
+		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
+		Expect(k8s.Delete(ctx, wr, client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
+		// The garbage collector (which envtest lacks) orphans the dependents
+		// and removes its finalizer.
+		Eventually(func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(wr), wr); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			wr.Finalizers = nil
+			return k8s.Update(ctx, wr)
+		}).Should(Succeed())
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "windowsreadinesses.winready.io"}, crd)).To(Succeed())
+		Expect(k8s.Delete(ctx, crd)).To(Succeed())
+		reinstall := func() {
+			_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: crdPaths(false)[:1]})
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(func() error { return k8s.List(ctx, &v1alpha1.WindowsReadinessList{}) }).Should(Succeed())
+		}
+		Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(crd), crd)) }).Should(BeTrue())
+
+		linux := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "linux-9", Labels: map[string]string{calico.OSLabel: "linux"}}}
+		Eventually(func() error { return k8s.Create(ctx, linux, client.DryRunAll) }).Should(Succeed(), "a Linux node registers")
+		node := &corev1.Node{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "linux-0"}, node)).To(Succeed())
+		node.Labels["example.com/cordoned"] = "true"
+		Expect(k8s.Update(ctx, node, client.DryRunAll)).To(Succeed(), "a Linux node is labelled")
+		unlabelled := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "plain-9"}}
+		Expect(k8s.Create(ctx, unlabelled, client.DryRunAll)).To(Succeed(), "an unlabelled node registers")
+		reinstall()
+		op = startOperator(nil, nil)
 	})
 
 	It("is not put in place when switched off in the spec", func() {

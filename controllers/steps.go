@@ -2,10 +2,14 @@ package controllers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -48,8 +52,9 @@ func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction,
 		if err != nil {
 			return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)
 		}
-		if !st.Holds && p.finished(step.Name(), dir) && p.step(step.Name()).Changed {
-			// Someone put back the value this step had changed.
+		if !st.Holds && p.finished(step.Name(), dir) && p.step(step.Name()).Changed && p.step(step.Name()).Target == p.targetDigest(step.Name(), dir) {
+			// Someone put back the value this step had changed; a spec edit
+			// that moved the target is not a revert.
 			if stalled, err := p.reverted(ctx, s, step, dir); err != nil || stalled {
 				return false, ctrl.Result{}, err
 			}
@@ -197,6 +202,7 @@ func (p *pass) finishStep(name v1alpha1.StepName, dir v1alpha1.Direction) {
 		step.StartedAt = &now
 	}
 	step.State, step.FinishedAt = state, &now
+	step.Target = p.targetDigest(name, dir)
 	step.Message = "already in place"
 	if step.Changed {
 		step.Message = "changed and applied by Calico"
@@ -276,4 +282,44 @@ func (p *pass) stepDeadline() time.Duration {
 // the step deadline.
 func (p *pass) degradedTooLong(h calico.Health) bool {
 	return !h.DegradedSince.IsZero() && p.r.Clock.Since(h.DegradedSince) >= p.stepDeadline()
+}
+
+// targetDigest names the target a step applies toward dir, for the steps
+// whose target comes from the spec; "" for the others.
+func (p *pass) targetDigest(name v1alpha1.StepName, dir v1alpha1.Direction) string {
+	t := p.wr.Status.Targets
+	if dir == v1alpha1.DirectionRollback || t == nil {
+		return ""
+	}
+	var target string
+	switch name {
+	case v1alpha1.StepServicesEndpoint:
+		target = t.APIServerHost + ":" + t.APIServerPort
+	case v1alpha1.StepServiceCIDRs:
+		target = strings.Join(t.ServiceCIDRs, ",")
+	default:
+		return ""
+	}
+	sum := sha256.Sum256([]byte(target))
+	return hex.EncodeToString(sum[:8])
+}
+
+// observeCalicoHealth keeps CalicoHealthy current on every pass, waits
+// included; calicoBlocked refines its message when it decides a change.
+func (p *pass) observeCalicoHealth(ctx context.Context) error {
+	for _, name := range []string{calico.StatusCalico, calico.StatusIPPools} {
+		h, err := calico.ReadHealth(ctx, p.r.Client, name)
+		if err != nil {
+			return err
+		}
+		if h.Degraded {
+			if c := meta.FindStatusCondition(p.wr.Status.Conditions, conditions.CalicoHealthy); c == nil || c.Status != metav1.ConditionFalse {
+				p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded,
+					fmt.Sprintf("TigeraStatus %s is Degraded (%s)", name, h.Message))
+			}
+			return nil
+		}
+	}
+	p.set(conditions.CalicoHealthy, metav1.ConditionTrue, conditions.ReasonCalicoHealthy, "no TigeraStatus is Degraded")
+	return nil
 }

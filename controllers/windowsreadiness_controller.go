@@ -189,6 +189,9 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 	if err := p.observeWindowsNodes(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := p.observeCalicoHealth(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
 	if p.wr.Spec.Direction == v1alpha1.DirectionRollback {
 		return p.rollback(ctx, inst)
 	}

@@ -228,6 +228,13 @@ type StepStatus struct {
 	// this step had changed.
 	// +optional
 	Reverts int32 `json:"reverts,omitempty"`
+	// Target is a digest of the target the step applied when it finished,
+	// for the steps whose target comes from the spec (ServicesEndpoint,
+	// ServiceCIDRs): a spec edit after that re-runs the step, and is never
+	// taken for another field manager's revert.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Target string `json:"target,omitempty"`
 }
 
 // PlannedChange is one change a migration would make.

@@ -21,6 +21,11 @@ import (
 // Name is the name of the policy and of its binding.
 const Name = "winready-windows-node-gate"
 
+const (
+	osLabel = "kubernetes.io/os"
+	windows = "windows"
+)
+
 // rejectWindowsNode is true for a new Node labelled Windows, or a Node
 // relabelled Windows; updates of a Node that already was Windows pass, so
 // that heartbeats of nodes admitted earlier keep working.
@@ -53,6 +58,11 @@ func Policy(wr *v1alpha1.WindowsReadiness) *admissionv1.ValidatingAdmissionPolic
 			FailurePolicy: ptr.To(admissionv1.Fail),
 			ParamKind:     &admissionv1.ParamKind{APIVersion: v1alpha1.GroupVersion.String(), Kind: "WindowsReadiness"},
 			MatchConstraints: &admissionv1.MatchResources{
+				// Only Nodes labelled Windows (before or after the change) are
+				// ever evaluated: a failure to evaluate the policy, such as a
+				// parameter kind gone with an uninstalled CRD, can never
+				// block a Linux node.
+				ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{osLabel: windows}},
 				ResourceRules: []admissionv1.NamedRuleWithOperations{{
 					RuleWithOperations: admissionv1.RuleWithOperations{
 						Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
