@@ -27,6 +27,7 @@ func main() {
 		operator: runOperator,
 		probe:    runProbe,
 		respond:  runRespond,
+		plan:     runPlan,
 	}))
 }
 
@@ -35,21 +36,39 @@ type commands struct {
 	operator func(operatorOptions) error
 	probe    func(args []string) error
 	respond  func(args []string) error
+	plan     func(args []string) error
 }
+
+// exitError ends winready with a given status; err, when set, is printed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
 
 const usageText = `Usage:
   winready [flags]           run the operator (in a pod, or against --kubeconfig)
   winready probe [flags]     the UDP 4789 probe agent the operator runs on every Linux node during preflight
   winready respond [flags]   answer the probes on a future Windows node
+  winready plan [flags]      run the preflight checks and print the migration plan, read-only (for CI)
 
-"winready probe -h" and "winready respond -h" list their flags.
+"winready probe -h", "winready respond -h" and "winready plan -h" list their flags.
 
 Operator flags:
 `
 
 // dispatch runs the command args name and returns the exit status: 0 on
-// success or help, 1 when the command fails, 2 on a usage error. An unknown
-// command or a stray argument runs nothing.
+// success or help, 1 when the command fails, 2 on a usage error, or the
+// status a command's exitError carries. An unknown command or a stray
+// argument runs nothing.
 func dispatch(args []string, stderr io.Writer, cmds commands) int {
 	fs, opts := operatorFlags()
 	fs.SetOutput(stderr)
@@ -69,6 +88,8 @@ func dispatch(args []string, stderr io.Writer, cmds commands) int {
 		err = cmds.probe(args[1:])
 	case len(args) > 0 && args[0] == "respond":
 		err = cmds.respond(args[1:])
+	case len(args) > 0 && args[0] == "plan":
+		err = cmds.plan(args[1:])
 	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
 		return usageError("unknown command %q", args[0])
 	default:
@@ -85,6 +106,13 @@ func dispatch(args []string, stderr io.Writer, cmds commands) int {
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
+	}
+	var exit *exitError
+	if errors.As(err, &exit) {
+		if exit.err != nil {
+			fmt.Fprintln(stderr, "winready:", exit.err)
+		}
+		return exit.code
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "winready:", err)

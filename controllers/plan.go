@@ -1,0 +1,66 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/phase"
+	"github.com/winready/winready/internal/preflight"
+)
+
+// ErrNoInstallation means the cluster has no Installation "default".
+var ErrNoInstallation = errors.New("no Installation default: winready migrates a Calico cluster installed by the Tigera operator")
+
+// PlanResult is what a migration would do to the cluster as it is now.
+type PlanResult struct {
+	// Checks are the compatibility checks of the preflight, without the UDP
+	// 4789 probe.
+	Checks []v1alpha1.PreflightCheck
+	// Passed is false when a check failed; there is no plan then.
+	Passed bool
+	// Targets are the values the migration would write and their sources.
+	Targets *v1alpha1.Targets
+	// Plan is every change the migration would make, in order.
+	Plan []v1alpha1.PlannedChange
+}
+
+// PlanCluster runs the preflight checks and the dry run of the operator for
+// wr against the cluster c reads, and changes nothing: c only needs to get
+// and list. The status of wr is ignored and left alone.
+func PlanCluster(ctx context.Context, c client.Client, d preflight.Discovery, wr *v1alpha1.WindowsReadiness) (PlanResult, error) {
+	inst, err := calico.GetInstallation(ctx, c)
+	if err != nil {
+		return PlanResult{}, err
+	}
+	if inst == nil {
+		return PlanResult{}, ErrNoInstallation
+	}
+	r := &Reconciler{Client: c, APIReader: c, Discovery: d, Clock: clock.RealClock{}}
+	cp := wr.DeepCopy()
+	cp.Status = v1alpha1.WindowsReadinessStatus{}
+	p := &pass{r: r, wr: cp, before: cp.DeepCopy()}
+
+	ok, err := p.preflight(ctx, inst)
+	if err != nil {
+		return PlanResult{}, fmt.Errorf("preflight: %w", err)
+	}
+	res := PlanResult{Checks: p.wr.Status.Preflight.Checks, Passed: ok}
+	if !ok {
+		return res, nil
+	}
+	if err := p.dryRun(ctx, inst, phase.Steps()); err != nil {
+		return res, err
+	}
+	if p.wr.Status.Targets == nil {
+		// resolveTargets stalled: a value could not be detected.
+		return res, errors.New(p.wr.Status.Message)
+	}
+	res.Targets, res.Plan = p.wr.Status.Targets, p.wr.Status.Plan
+	return res, nil
+}
