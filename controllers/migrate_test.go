@@ -206,7 +206,7 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		createWR()
 
 		Eventually(condition(conditions.CalicoHealthy)).Should(haveStatus(metav1.ConditionFalse, conditions.ReasonCalicoDegraded))
-		Expect(condition(conditions.Reconciling)().Message).To(ContainSubstring("crash looping"))
+		Eventually(func() string { return condition(conditions.Reconciling)().Message }).Should(ContainSubstring("crash looping"))
 		Expect(condition(conditions.Stalled)().Status).NotTo(Equal(metav1.ConditionTrue), "Calico may recover by itself")
 		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty())
 
@@ -311,9 +311,12 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: preflight.ProbeName}, &appsv1.DaemonSet{}))
 		}).Should(BeTrue())
-		reports := &corev1.ConfigMapList{}
-		Expect(k8s.List(ctx, reports, client.InNamespace(operatorNamespace), client.HasLabels{preflight.ReportLabel})).To(Succeed())
-		Expect(reports.Items).To(BeEmpty())
+		// The reports go once the status summing them up is saved.
+		Eventually(func() []corev1.ConfigMap {
+			reports := &corev1.ConfigMapList{}
+			Expect(k8s.List(ctx, reports, client.InNamespace(operatorNamespace), client.HasLabels{preflight.ReportLabel})).To(Succeed())
+			return reports.Items
+		}).Should(BeEmpty())
 	})
 
 	It("skips the network probe when the spec says so, and records the warning", func() {

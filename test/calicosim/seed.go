@@ -81,7 +81,7 @@ func MainCluster() Cluster {
 const kubeDNSClusterIP = "10.96.0.10"
 
 // Seed creates the cluster as the Tigera operator would have left it, healthy and fully rolled out: nodes,
-// kube-dns, the ConfigMaps and IPAM configuration of cl, the IPPools, DaemonSet calico-node with a finished
+// kube-dns, the ConfigMaps and IPAM configuration of cl, FelixConfiguration default with its VXLAN defaults, the IPPools, DaemonSet calico-node with a finished
 // rollout, TigeraStatus calico, ippools and apiserver Available at generation 1, and last the Installation
 // "default" (generation 1) with the user's spec plus the operator's defaults (see Cluster.AsWritten) and
 // status.computed. A running simulator finds nothing to change. Objects the simulator also writes are created
@@ -122,6 +122,13 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 		if err := create(ctx, c, cm); err != nil {
 			return err
 		}
+	}
+
+	// The core controller's FelixConfiguration defaults, from an earlier run.
+	felix := &calicov3.FelixConfiguration{ObjectMeta: metav1.ObjectMeta{Name: felixConfigName},
+		Spec: calicov3.FelixConfigurationSpec{VXLANVNI: ptrTo(defaultVXLANVNI), VXLANPort: ptrTo(defaultVXLANPort)}}
+	if err := create(ctx, c, felix); err != nil {
+		return err
 	}
 
 	// What the operator made of the spec on an earlier run: pools and calico-node follow the defaulted spec.
