@@ -4,6 +4,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -39,7 +41,8 @@ var _ = Describe("The preflight on seeded Calico objects", func() {
 	}
 
 	DescribeTable("reports each check with the fix",
-		func(objects func() []client.Object, acknowledge []v1alpha1.Acknowledgement, name string, result v1alpha1.CheckResult, message string) {
+		func(objects func() []client.Object, acknowledge []v1alpha1.Acknowledgement, name string, result v1alpha1.CheckResult, message string,
+			mutate ...func(*v1alpha1.WindowsReadiness)) {
 			for _, obj := range objects() {
 				Expect(createOrReplace(obj)).To(Succeed())
 				DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
@@ -48,6 +51,9 @@ var _ = Describe("The preflight on seeded Calico objects", func() {
 			createWR(func(wr *v1alpha1.WindowsReadiness) {
 				wr.Spec.Paused = true
 				wr.Spec.Preflight.Acknowledge = acknowledge
+				for _, m := range mutate {
+					m(wr)
+				}
 			})
 			Eventually(check(name)).Should(And(HaveField("Result", result), HaveField("Message", ContainSubstring(message))))
 			if result == v1alpha1.CheckFail {
@@ -94,5 +100,41 @@ var _ = Describe("The preflight on seeded Calico objects", func() {
 			nil, preflight.CheckIPIPPools, v1alpha1.CheckPass, "no pool uses IP-in-IP"),
 		Entry("block size gives pods per Windows node", func() []client.Object { return nil },
 			nil, preflight.CheckBlockSize, v1alpha1.CheckInfo, "blockSize 26 gives 60 pods per Windows node"),
+		Entry("the seeded cluster has no kube-proxy for Windows nodes and warns", func() []client.Object { return nil },
+			nil, preflight.CheckKubeProxy, v1alpha1.CheckWarn,
+			"Windows nodes need kube-proxy in kernelspace mode as a HostProcess DaemonSet on the Calico network"),
+		Entry("kube-proxy-windows on the Calico network passes", func() []client.Object {
+			labels := map[string]string{"k8s-app": "kube-proxy-windows"}
+			return []client.Object{&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-proxy-windows"},
+				Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+						NodeSelector: map[string]string{"kubernetes.io/os": "windows"},
+						Containers: []corev1.Container{{Name: "kube-proxy", Image: "sigwindowstools/kube-proxy:v1.33.0-calico-hostprocess",
+							Env: []corev1.EnvVar{{Name: "KUBE_NETWORK", Value: "Calico.*"}}}}}}}}}
+		}, nil, preflight.CheckKubeProxy, v1alpha1.CheckPass,
+			`DaemonSet kube-system/kube-proxy-windows runs kube-proxy on Windows nodes with KUBE_NETWORK "Calico.*"`),
+		Entry("a DaemonSet without an OS selector warns with the patch", func() []client.Object {
+			labels := map[string]string{"app": "node-exporter"}
+			return []client.Object{&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "node-exporter"},
+				Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+					Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+						Containers: []corev1.Container{{Name: "node-exporter", Image: "quay.io/prometheus/node-exporter"}}}}}}}
+		}, nil, preflight.CheckLinuxOnlyDS, v1alpha1.CheckWarn,
+			"DaemonSets default/node-exporter select no kubernetes.io/os and would land on Windows nodes: add "+
+				"spec.template.spec.nodeSelector: {kubernetes.io/os: linux} to each where it is managed (manifest, Helm values), "+
+				"e.g. kubectl -n default patch ds node-exporter -p"),
+		Entry("the seeded DaemonSets all select an OS", func() []client.Object { return nil },
+			nil, preflight.CheckLinuxOnlyDS, v1alpha1.CheckPass, "every DaemonSet outside calico-system selects kubernetes.io/os"),
+		Entry("the seeded Linux nodes are workers", func() []client.Object { return nil },
+			nil, preflight.CheckLinuxWorkers, v1alpha1.CheckPass,
+			"3 schedulable Linux workers run CoreDNS, the Tigera operator and Typha: linux-0, linux-1, linux-2"),
+		Entry("without an expected count the capacity is information", func() []client.Object { return nil },
+			nil, preflight.CheckIPAMCapacity, v1alpha1.CheckInfo,
+			"default-ipv4-ippool (172.20.0.0/16): 1024 of 1024 blocks free, 60 pods per Windows node); set spec.windowsNodes.expected to check"),
+		Entry("more expected Windows nodes than free blocks fail", func() []client.Object { return nil },
+			nil, preflight.CheckIPAMCapacity, v1alpha1.CheckFail, "spec.windowsNodes.expected is 5000 but only 1024 blocks are free in total",
+			func(wr *v1alpha1.WindowsReadiness) {
+				wr.Spec.WindowsNodes = &v1alpha1.WindowsNodesSpec{Expected: ptr.To[int32](5000)}
+			}),
 	)
 })

@@ -81,6 +81,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=crd.projectcalico.org,resources=ipamblocks,verbs=list
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list
 // +kubebuilder:rbac:groups=apps,namespace=calico-system,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=list
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
 // +kubebuilder:rbac:groups=discovery.k8s.io,namespace=default,resources=endpointslices,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=default,resources=events,verbs=create;patch

@@ -99,6 +99,17 @@ type PreflightSpec struct {
 	Acknowledge []Acknowledgement `json:"acknowledge,omitempty"`
 }
 
+// WindowsNodesSpec describes the Windows nodes the cluster is made ready for.
+type WindowsNodesSpec struct {
+	// Expected is how many Windows nodes will join. With strictAffinity each
+	// needs a free IPAM block of its own; the preflight fails when the
+	// enabled IPv4 pools have fewer.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=5000
+	// +optional
+	Expected *int32 `json:"expected,omitempty"`
+}
+
 // WindowsReadinessSpec is what the platform team asks for.
 type WindowsReadinessSpec struct {
 	// Direction is Migrate (the default) or Rollback.
@@ -127,6 +138,11 @@ type WindowsReadinessSpec struct {
 	// Preflight tunes the checks run before the first change.
 	// +optional
 	Preflight PreflightSpec `json:"preflight,omitempty"`
+
+	// WindowsNodes describes the Windows nodes to come, for the preflight's
+	// capacity check.
+	// +optional
+	WindowsNodes *WindowsNodesSpec `json:"windowsNodes,omitempty"`
 
 	// PhaseTimeout is how long one step may wait for Calico before the
 	// migration is marked Stalled.

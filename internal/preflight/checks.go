@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -30,6 +33,10 @@ const (
 	CheckCalicoVersion  = "CalicoVersion"
 	CheckUnencapsulated = "UnencapsulatedPools"
 	CheckForeignPools   = "PoolsOutsideInstallation"
+	CheckLinuxWorkers   = "LinuxWorkers"
+	CheckIPAMCapacity   = "WindowsIPAMCapacity"
+	CheckKubeProxy      = "KubeProxyWindows"
+	CheckLinuxOnlyDS    = "LinuxOnlyDaemonSets"
 )
 
 // Windows VXLAN limits: HNS only uses UDP 4789 and VNIs from 4096.
@@ -38,6 +45,18 @@ const (
 	windowsMinVNI     = 4096
 	defaultBlockSize  = 26
 	reservedPerWindow = 4 // network, gateway, service address and broadcast
+)
+
+// Environment variables of calico-node that override FelixConfiguration.
+const (
+	envVXLANPort = "FELIX_VXLANPORT"
+	envVXLANVNI  = "FELIX_VXLANVNI"
+)
+
+// Node role labels of control-plane nodes, current and legacy.
+const (
+	roleControlPlane = "node-role.kubernetes.io/control-plane"
+	roleMaster       = "node-role.kubernetes.io/master"
 )
 
 // Inputs is what the checks look at, gathered from the cluster.
@@ -54,7 +73,8 @@ type Inputs struct {
 	BGPPeers []string
 	// KubeDNS is true when Service kube-system/kube-dns exists.
 	KubeDNS bool
-	// Nodes are the nodes' addresses and VXLAN tunnel addresses.
+	// Nodes are every node's addresses, VXLAN tunnel address and what
+	// decides whether it runs Linux workloads.
 	Nodes []NodeAddresses
 	// PolicyCIDRs are the ipBlock and nets CIDRs of Kubernetes and Calico
 	// network policies, by "kind namespace/name".
@@ -66,13 +86,101 @@ type Inputs struct {
 	BlocksUnreadable bool
 	// Pools are every projectcalico.org/v3 IPPool in the cluster.
 	Pools []calicov3.IPPool
+	// BlockCIDRs are the CIDRs of every IPAM block, allocated to a node or not.
+	BlockCIDRs []netip.Prefix
+	// DaemonSets are every DaemonSet in the cluster, reduced to what the
+	// Windows node checks read.
+	DaemonSets []DaemonSetSummary
+	// CalicoNodeEnv holds FELIX_VXLANPORT and FELIX_VXLANVNI where the
+	// calico-node container of calico-system/calico-node sets them.
+	CalicoNodeEnv map[string]string
+	// ExpectedWindowsNodes is spec.windowsNodes.expected; nil when unset.
+	ExpectedWindowsNodes *int32
 }
 
-// NodeAddresses are one node's InternalIP and Calico VXLAN tunnel address.
+// NodeAddresses are one node's InternalIP and Calico VXLAN tunnel address,
+// and what decides whether it is a Linux worker.
 type NodeAddresses struct {
 	Name       string
 	InternalIP netip.Addr
 	TunnelIP   netip.Addr
+	// OS is the kubernetes.io/os label; "" when the node has none.
+	OS string
+	// Unschedulable is spec.unschedulable (a cordoned node).
+	Unschedulable bool
+	// ControlPlane is true for nodes labelled with a control-plane or master role.
+	ControlPlane bool
+}
+
+// DaemonSetSummary is what the Windows node checks read from a DaemonSet's
+// pod template.
+type DaemonSetSummary struct {
+	Namespace, Name string
+	// SelectsOS is true when the nodeSelector or every term of the required
+	// node affinity constrains kubernetes.io/os.
+	SelectsOS bool
+	// OnWindows is true when the pod template targets kubernetes.io/os=windows.
+	OnWindows bool
+	// KubeProxy is true when a container's image, command or arguments name
+	// kube-proxy; KubeProxyImage is that container's image.
+	KubeProxy      bool
+	KubeProxyImage string
+	// KubeNetwork is the first literal KUBE_NETWORK value of its containers.
+	KubeNetwork string
+	// KubeNetworkFromRef is true when a container sets KUBE_NETWORK from a
+	// ConfigMap, Secret or field reference.
+	KubeNetworkFromRef bool
+}
+
+// SummarizeDaemonSet reduces a DaemonSet to what the checks read.
+func SummarizeDaemonSet(ds *appsv1.DaemonSet) DaemonSetSummary {
+	spec := &ds.Spec.Template.Spec
+	s := DaemonSetSummary{Namespace: ds.Namespace, Name: ds.Name}
+	// The nodeSelector and the required affinity both have to allow Windows,
+	// and one of them has to ask for it.
+	nsOS, nsHasOS := spec.NodeSelector[calico.OSLabel]
+	allowsWindows, targetsWindows := !nsHasOS || nsOS == calico.OSWindows, nsHasOS && nsOS == calico.OSWindows
+	s.SelectsOS = nsHasOS
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		everyTermOS, anyTermAllows, anyTermTargets := len(terms) > 0, false, false
+		for _, t := range terms {
+			hasOS, windows := false, false
+			for _, e := range t.MatchExpressions {
+				if e.Key != calico.OSLabel {
+					continue
+				}
+				hasOS = true
+				windows = windows || e.Operator == corev1.NodeSelectorOpIn && slices.Contains(e.Values, calico.OSWindows)
+			}
+			everyTermOS = everyTermOS && hasOS
+			anyTermAllows = anyTermAllows || !hasOS || windows
+			anyTermTargets = anyTermTargets || windows
+		}
+		s.SelectsOS = s.SelectsOS || everyTermOS
+		if len(terms) > 0 {
+			allowsWindows = allowsWindows && anyTermAllows
+			targetsWindows = targetsWindows || anyTermTargets
+		}
+	}
+	s.OnWindows = allowsWindows && targetsWindows
+	namesKubeProxy := func(arg string) bool { return strings.Contains(arg, "kube-proxy") }
+	for _, c := range spec.Containers {
+		if !s.KubeProxy && (namesKubeProxy(c.Image) || slices.ContainsFunc(c.Command, namesKubeProxy) || slices.ContainsFunc(c.Args, namesKubeProxy)) {
+			s.KubeProxy, s.KubeProxyImage = true, c.Image
+		}
+		for _, e := range c.Env {
+			if e.Name != "KUBE_NETWORK" {
+				continue
+			}
+			if e.ValueFrom != nil {
+				s.KubeNetworkFromRef = true
+			} else if s.KubeNetwork == "" {
+				s.KubeNetwork = e.Value
+			}
+		}
+	}
+	return s
 }
 
 // Evaluate runs every check. It is pure, so each rule is table-tested.
@@ -83,6 +191,12 @@ func Evaluate(in Inputs, spec v1alpha1.PreflightSpec) []v1alpha1.PreflightCheck 
 		checks = append(checks, foreignPools(in), vxlanSettings(in), bgpPeers(in, spec), serviceAdverts(in, spec))
 	}
 	checks = append(checks, blockSize(in), kubeDNS(in), nodePolicies(in), borrowed(in), calicoVersion(in))
+	// The first Windows node: Linux workers, addresses, kube-proxy, DaemonSets.
+	checks = append(checks, linuxWorkers(in))
+	if in.CalicoAPIServed {
+		checks = append(checks, windowsIPAMCapacity(in))
+	}
+	checks = append(checks, kubeProxyWindows(in), linuxOnlyDaemonSets(in))
 	return checks
 }
 
@@ -108,8 +222,17 @@ func Warnings(checks []v1alpha1.PreflightCheck) []v1alpha1.PreflightCheck {
 	return warned
 }
 
+// maxMessage is the CRD's bound on a check's message, in characters.
+const maxMessage = 2048
+
 func result(name string, r v1alpha1.CheckResult, format string, args ...any) v1alpha1.PreflightCheck {
-	return v1alpha1.PreflightCheck{Name: name, Result: r, Message: fmt.Sprintf(format, args...)}
+	msg := fmt.Sprintf(format, args...)
+	// Long names can push a bounded list past the CRD's bound, and the status
+	// would then not be written at all.
+	if runes := []rune(msg); len(runes) > maxMessage {
+		msg = string(runes[:maxMessage-1]) + "…"
+	}
+	return v1alpha1.PreflightCheck{Name: name, Result: r, Message: msg}
 }
 
 func calicoAPI(in Inputs) v1alpha1.PreflightCheck {
@@ -228,10 +351,37 @@ func vxlanSettings(in Inputs) v1alpha1.PreflightCheck {
 			vni = *f.Spec.VXLANVNI
 		}
 	}
+	var problems []string
 	if port != windowsVXLANPort || vni < windowsMinVNI {
-		return result(CheckVXLANSettings, v1alpha1.CheckFail,
-			"FelixConfiguration default has vxlanPort %d and vxlanVNI %d; Windows needs port %d and a VNI of %d or more: "+
-				"set spec.vxlanPort and spec.vxlanVNI (or remove them for the defaults)", port, vni, windowsVXLANPort, windowsMinVNI)
+		problems = append(problems, fmt.Sprintf("FelixConfiguration default has vxlanPort %d and vxlanVNI %d; Windows needs port %d and a VNI of %d or more: "+
+			"set spec.vxlanPort and spec.vxlanVNI (or remove them for the defaults)", port, vni, windowsVXLANPort, windowsMinVNI))
+	}
+	// Environment variables on calico-node override the FelixConfiguration.
+	ds := calico.SystemNamespace + "/" + calico.NodeDaemonSet
+	for _, env := range []struct {
+		name string
+		ok   func(int) bool
+		want string
+		into *int
+	}{
+		{envVXLANPort, func(v int) bool { return v == windowsVXLANPort }, fmt.Sprintf("port %d", windowsVXLANPort), &port},
+		{envVXLANVNI, func(v int) bool { return v >= windowsMinVNI }, fmt.Sprintf("a VNI of %d or more", windowsMinVNI), &vni},
+	} {
+		raw, set := in.CalicoNodeEnv[env.name]
+		if !set {
+			continue
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(raw))
+		if err == nil && env.ok(v) {
+			*env.into = v
+			continue
+		}
+		problems = append(problems, fmt.Sprintf("env %s=%q on the calico-node container of DaemonSet %s overrides FelixConfiguration default; "+
+			"Windows needs %s: remove %s where it is added to calico-node, or set it to a value Windows accepts",
+			env.name, raw, ds, env.want, env.name))
+	}
+	if len(problems) > 0 {
+		return result(CheckVXLANSettings, v1alpha1.CheckFail, "%s", strings.Join(problems, "; "))
 	}
 	return result(CheckVXLANSettings, v1alpha1.CheckPass, "VXLAN port %d, VNI %d", port, vni)
 }
@@ -378,6 +528,172 @@ func calicoVersion(in Inputs) v1alpha1.PreflightCheck {
 		return result(CheckCalicoVersion, v1alpha1.CheckInfo, "the Installation does not report a Calico version yet")
 	}
 	return result(CheckCalicoVersion, v1alpha1.CheckInfo, "Calico %s (%s)", in.Installation.Status.CalicoVersion, in.Installation.Status.Variant)
+}
+
+// linuxWorkers fails when no schedulable Linux node outside the control
+// plane is left for CoreDNS, the Tigera operator and Typha.
+func linuxWorkers(in Inputs) v1alpha1.PreflightCheck {
+	var workers []string
+	linux, cordoned, control := 0, 0, 0
+	for _, n := range in.Nodes {
+		if n.OS != "" && n.OS != "linux" {
+			continue
+		}
+		linux++
+		switch {
+		case n.ControlPlane:
+			control++
+		case n.Unschedulable:
+			cordoned++
+		default:
+			workers = append(workers, n.Name)
+		}
+	}
+	if len(workers) == 0 {
+		return result(CheckLinuxWorkers, v1alpha1.CheckFail,
+			"no schedulable Linux worker (of %d Linux nodes, %d are control-plane and %d cordoned): CoreDNS, the Tigera operator "+
+				"and Typha run on Linux only and need a worker node labelled kubernetes.io/os=linux, not cordoned and without a "+
+				"node-role.kubernetes.io/control-plane or master label. Add a Linux worker (or uncordon one) before the first Windows node joins",
+			linux, control, cordoned)
+	}
+	slices.Sort(workers)
+	return result(CheckLinuxWorkers, v1alpha1.CheckPass, "%d schedulable Linux workers run CoreDNS, the Tigera operator and Typha: %s",
+		len(workers), boundedList(workers))
+}
+
+// windowsIPAMCapacity compares spec.windowsNodes.expected with the free IPAM
+// blocks: with strictAffinity a Windows node never borrows, so each needs a
+// block of its own in a pool that may serve it.
+func windowsIPAMCapacity(in Inputs) v1alpha1.PreflightCheck {
+	var parts, notes []string
+	var free int64
+	for _, p := range calico.IPPools(in.Installation) {
+		prefix, err := netip.ParsePrefix(p.CIDR)
+		if err != nil || !prefix.Addr().Is4() {
+			continue
+		}
+		if p.DisableNewAllocations != nil && *p.DisableNewAllocations {
+			continue
+		}
+		if len(p.AllowedUses) > 0 && !slices.Contains(p.AllowedUses, operatorv1.IPPoolAllowedUseWorkload) {
+			continue
+		}
+		if sel := strings.TrimSpace(p.NodeSelector); sel != "" && sel != "all()" {
+			if !strings.Contains(sel, calico.OSWindows) {
+				notes = append(notes, fmt.Sprintf("%s not counted: its nodeSelector %q does not mention windows", p.Name, sel))
+				continue
+			}
+			notes = append(notes, fmt.Sprintf("%s counted because its nodeSelector %q mentions windows (the selector itself is not evaluated)", p.Name, sel))
+		}
+		size := int32(defaultBlockSize)
+		if p.BlockSize != nil {
+			size = *p.BlockSize
+		}
+		prefix = prefix.Masked()
+		if int(size) < prefix.Bits() || size > 32 {
+			notes = append(notes, fmt.Sprintf("%s not counted: blockSize %d does not fit %s", p.Name, size, p.CIDR))
+			continue
+		}
+		total := int64(1) << (int(size) - prefix.Bits())
+		var used int64
+		for _, b := range in.BlockCIDRs {
+			if b.Bits() >= prefix.Bits() && prefix.Contains(b.Addr()) {
+				used++
+			}
+		}
+		poolFree := max(total-used, 0)
+		free += poolFree
+		parts = append(parts, fmt.Sprintf("%s (%s): %d of %d blocks free, %d pods per Windows node",
+			p.Name, p.CIDR, poolFree, total, max((1<<(32-size))-reservedPerWindow, 0)))
+	}
+	detail := "no enabled IPv4 workload pool in the Installation may serve Windows nodes"
+	if len(parts) > 0 {
+		detail = strings.Join(parts, "; ")
+	}
+	if len(notes) > 0 {
+		detail += "; " + strings.Join(notes, "; ")
+	}
+	if in.BlocksUnreadable {
+		detail += "; IPAM blocks are not readable, so allocated blocks are not subtracted"
+	}
+	if in.ExpectedWindowsNodes == nil {
+		return result(CheckIPAMCapacity, v1alpha1.CheckInfo,
+			"%d blocks free in total, one per Windows node under strictAffinity (%s); set spec.windowsNodes.expected to check", free, detail)
+	}
+	expected := int64(*in.ExpectedWindowsNodes)
+	if expected > free {
+		return result(CheckIPAMCapacity, v1alpha1.CheckFail,
+			"spec.windowsNodes.expected is %d but only %d blocks are free in total (%s). With strictAffinity each Windows node needs "+
+				"a free block of its own in an enabled IPv4 pool that selects it: add such a pool (encapsulation VXLAN) to the "+
+				"Installation's spec.calicoNetwork.ipPools, or lower spec.windowsNodes.expected", expected, free, detail)
+	}
+	return result(CheckIPAMCapacity, v1alpha1.CheckInfo, "%d blocks free in total for %d expected Windows nodes (%s)", free, expected, detail)
+}
+
+// kubeProxyWindows looks for kube-proxy on Windows nodes: the Tigera
+// operator does not install it, and without it Windows pods reach no Service.
+func kubeProxyWindows(in Inputs) v1alpha1.PreflightCheck {
+	var found []DaemonSetSummary
+	for _, d := range in.DaemonSets {
+		if d.OnWindows && d.KubeProxy {
+			found = append(found, d)
+		}
+	}
+	if len(found) == 0 {
+		return result(CheckKubeProxy, v1alpha1.CheckWarn,
+			"no DaemonSet runs kube-proxy on kubernetes.io/os=windows nodes: Windows nodes need kube-proxy in kernelspace mode as a "+
+				"HostProcess DaemonSet on the Calico network (sig-windows-tools' kube-proxy-windows, hostprocess/calico/kube-proxy/kube-proxy.yml "+
+				"with the image tag of the cluster's Kubernetes version: its image sets KUBE_NETWORK to Calico; any other kube-proxy "+
+				"needs env KUBE_NETWORK matching \"Calico\", e.g. Calico.*); apply it before the first Windows node joins")
+	}
+	for _, d := range found {
+		if strings.Contains(strings.ToLower(d.KubeNetwork), "calico") {
+			return result(CheckKubeProxy, v1alpha1.CheckPass, "DaemonSet %s/%s runs kube-proxy on Windows nodes with KUBE_NETWORK %q",
+				d.Namespace, d.Name, d.KubeNetwork)
+		}
+	}
+	// sig-windows-tools' Calico image sets KUBE_NETWORK=Calico in its start
+	// script, and its DaemonSet sets none.
+	for _, d := range found {
+		if d.KubeNetwork == "" && !d.KubeNetworkFromRef && strings.Contains(strings.ToLower(d.KubeProxyImage), "calico") {
+			return result(CheckKubeProxy, v1alpha1.CheckPass,
+				"DaemonSet %s/%s runs kube-proxy on Windows nodes from the Calico image %s, which sets KUBE_NETWORK to Calico",
+				d.Namespace, d.Name, d.KubeProxyImage)
+		}
+	}
+	d := found[0]
+	got := fmt.Sprintf("KUBE_NETWORK %q", d.KubeNetwork)
+	switch {
+	case d.KubeNetworkFromRef:
+		got = "KUBE_NETWORK from a reference winready does not read"
+	case d.KubeNetwork == "":
+		got = fmt.Sprintf("no KUBE_NETWORK and image %s", d.KubeProxyImage)
+	}
+	return result(CheckKubeProxy, v1alpha1.CheckWarn,
+		"DaemonSet %s/%s runs kube-proxy on Windows nodes with %s: KUBE_NETWORK should match Calico (e.g. Calico.*), the HNS "+
+			"network calico-node-windows creates, or kube-proxy programs no Service there", d.Namespace, d.Name, got)
+}
+
+// linuxOnlyDaemonSets warns about DaemonSets that select no operating system:
+// their Linux pods would be scheduled on Windows nodes and never start.
+func linuxOnlyDaemonSets(in Inputs) v1alpha1.PreflightCheck {
+	var bad []string
+	for _, d := range in.DaemonSets {
+		if d.SelectsOS || d.Namespace == calico.SystemNamespace || d.Name == ProbeName {
+			continue
+		}
+		bad = append(bad, d.Namespace+"/"+d.Name)
+	}
+	if len(bad) == 0 {
+		return result(CheckLinuxOnlyDS, v1alpha1.CheckPass, "every DaemonSet outside calico-system selects kubernetes.io/os")
+	}
+	slices.Sort(bad)
+	ns, name, _ := strings.Cut(bad[0], "/")
+	return result(CheckLinuxOnlyDS, v1alpha1.CheckWarn,
+		"DaemonSets %s select no kubernetes.io/os and would land on Windows nodes: add "+
+			"spec.template.spec.nodeSelector: {kubernetes.io/os: linux} to each where it is managed (manifest, Helm values), "+
+			"e.g. kubectl -n %s patch ds %s -p '{\"spec\":{\"template\":{\"spec\":{\"nodeSelector\":{\"kubernetes.io/os\":\"linux\"}}}}}'",
+		boundedList(bad), ns, name)
 }
 
 // boundedList joins at most ten items and says how many more there are.

@@ -1,12 +1,15 @@
 package preflight
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -22,7 +25,57 @@ var crossSubnet = operatorv1.IPPool{Name: "default-ipv4-ippool", CIDR: "172.20.0
 	Encapsulation: operatorv1.EncapsulationVXLANCrossSubnet, BlockSize: ptr.To[int32](26)}
 
 func healthy() Inputs {
-	return Inputs{Installation: installationWith(crossSubnet), CalicoAPIServed: true, KubeDNS: true}
+	return Inputs{Installation: installationWith(crossSubnet), CalicoAPIServed: true, KubeDNS: true,
+		Nodes: []NodeAddresses{{Name: "linux-0", OS: "linux"}, {Name: "cp-0", OS: "linux", ControlPlane: true}}}
+}
+
+// daemonSet builds a DaemonSet whose pod template has nodeSelector and one
+// container; edit adjusts the rest.
+func daemonSet(ns, name string, nodeSelector map[string]string, c corev1.Container, edit ...func(*appsv1.DaemonSet)) DaemonSetSummary {
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			NodeSelector: nodeSelector, Containers: []corev1.Container{c}}}}}
+	for _, e := range edit {
+		e(ds)
+	}
+	return SummarizeDaemonSet(ds)
+}
+
+var (
+	onWindows = map[string]string{"kubernetes.io/os": "windows"}
+	onLinux   = map[string]string{"kubernetes.io/os": "linux"}
+)
+
+// kubeProxyOnWindows is a HostProcess kube-proxy DaemonSet for Windows nodes
+// with image and env KUBE_NETWORK (none when "").
+func kubeProxyOnWindows(image, network string) DaemonSetSummary {
+	c := corev1.Container{Name: "kube-proxy", Image: image, Args: []string{"$env:CONTAINER_SANDBOX_MOUNT_POINT/kube-proxy/start.ps1"}}
+	if network != "" {
+		c.Env = []corev1.EnvVar{{Name: "KUBE_NETWORK", Value: network}}
+	}
+	return daemonSet("kube-system", "kube-proxy-windows", onWindows, c)
+}
+
+const (
+	sigWindowsCalico = "sigwindowstools/kube-proxy:v1.33.0-calico-hostprocess"
+	sigWindowsOther  = "example.com/kube-proxy:v1.33.0-hostprocess"
+)
+
+// requiredOS is a required node affinity on kubernetes.io/os.
+func requiredOS(op corev1.NodeSelectorOperator, values ...string) func(*appsv1.DaemonSet) {
+	return func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/os", Operator: op, Values: values}}}}}}}
+	}
+}
+
+func blocks(cidrs ...string) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(cidrs))
+	for _, c := range cidrs {
+		out = append(out, netip.MustParsePrefix(c))
+	}
+	return out
 }
 
 func TestEvaluate(t *testing.T) {
@@ -137,6 +190,181 @@ func TestEvaluate(t *testing.T) {
 		}, v1alpha1.PreflightSpec{}, CheckCalicoVersion, v1alpha1.CheckInfo, "Calico v3.32.0 (Calico)"},
 		{"missing kube-dns warns", func() Inputs { in := healthy(); in.KubeDNS = false; return in },
 			v1alpha1.PreflightSpec{}, CheckKubeDNS, v1alpha1.CheckWarn, "kube-system/kube-dns is missing"},
+
+		// VXLAN overrides on calico-node.
+		{"a low FELIX_VXLANVNI on calico-node fails, naming it and the DaemonSet", func() Inputs {
+			in := healthy()
+			in.CalicoNodeEnv = map[string]string{"FELIX_VXLANVNI": "100"}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckVXLANSettings, v1alpha1.CheckFail,
+			`env FELIX_VXLANVNI="100" on the calico-node container of DaemonSet calico-system/calico-node overrides FelixConfiguration default`},
+		{"another FELIX_VXLANPORT on calico-node fails", func() Inputs {
+			in := healthy()
+			in.CalicoNodeEnv = map[string]string{"FELIX_VXLANPORT": "8472"}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckVXLANSettings, v1alpha1.CheckFail, `FELIX_VXLANPORT="8472"`},
+		{"a FELIX_VXLANVNI that is no number fails", func() Inputs {
+			in := healthy()
+			in.CalicoNodeEnv = map[string]string{"FELIX_VXLANVNI": "lots"}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckVXLANSettings, v1alpha1.CheckFail, `FELIX_VXLANVNI="lots"`},
+		{"calico-node overrides Windows accepts pass with the values in force", func() Inputs {
+			in := healthy()
+			in.CalicoNodeEnv = map[string]string{"FELIX_VXLANPORT": "4789", "FELIX_VXLANVNI": "5000"}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckVXLANSettings, v1alpha1.CheckPass, "port 4789, VNI 5000"},
+
+		// Linux workers.
+		{"a Linux worker passes", healthy, v1alpha1.PreflightSpec{}, CheckLinuxWorkers, v1alpha1.CheckPass,
+			"1 schedulable Linux workers run CoreDNS, the Tigera operator and Typha: linux-0"},
+		{"a node without an OS label counts as Linux", func() Inputs {
+			in := healthy()
+			in.Nodes = []NodeAddresses{{Name: "old-0"}, {Name: "win-0", OS: "windows"}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckLinuxWorkers, v1alpha1.CheckPass, ": old-0"},
+		{"only control-plane, cordoned and Windows nodes fail", func() Inputs {
+			in := healthy()
+			in.Nodes = []NodeAddresses{{Name: "cp-0", OS: "linux", ControlPlane: true}, {Name: "old-master", ControlPlane: true},
+				{Name: "linux-0", OS: "linux", Unschedulable: true}, {Name: "win-0", OS: "windows"}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckLinuxWorkers, v1alpha1.CheckFail,
+			"no schedulable Linux worker (of 3 Linux nodes, 2 are control-plane and 1 cordoned)"},
+
+		// IPAM capacity for Windows nodes.
+		{"capacity without an expected count is information with the pods per node", healthy, v1alpha1.PreflightSpec{},
+			CheckIPAMCapacity, v1alpha1.CheckInfo,
+			"1024 blocks free in total, one per Windows node under strictAffinity (default-ipv4-ippool (172.20.0.0/16): 1024 of 1024 blocks free, 60 pods per Windows node); set spec.windowsNodes.expected to check"},
+		{"capacity for the expected Windows nodes passes as information", func() Inputs {
+			in := healthy()
+			in.ExpectedWindowsNodes = ptr.To[int32](1021)
+			in.BlockCIDRs = blocks("172.20.0.0/26", "172.20.0.64/26", "172.20.1.0/26", "10.9.0.0/26")
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckInfo,
+			"1021 blocks free in total for 1021 expected Windows nodes (default-ipv4-ippool (172.20.0.0/16): 1021 of 1024 blocks free, 60 pods per Windows node)"},
+		{"more expected Windows nodes than free blocks fail", func() Inputs {
+			in := healthy()
+			in.Installation = installationWith(operatorv1.IPPool{Name: "small", CIDR: "172.20.0.0/24", BlockSize: ptr.To[int32](28)})
+			in.ExpectedWindowsNodes = ptr.To[int32](16)
+			in.BlockCIDRs = blocks("172.20.0.0/28")
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckFail,
+			"spec.windowsNodes.expected is 16 but only 15 blocks are free in total (small (172.20.0.0/24): 15 of 16 blocks free, 12 pods per Windows node). With strictAffinity each Windows node needs a free block of its own"},
+		{"pools for other nodes, disabled pools and IPv6 pools are not counted", func() Inputs {
+			in := healthy()
+			in.Installation = installationWith(
+				operatorv1.IPPool{Name: "linux-only", CIDR: "172.20.0.0/16", NodeSelector: "kubernetes.io/os == 'linux'"},
+				operatorv1.IPPool{Name: "win", CIDR: "172.21.0.0/24", NodeSelector: "kubernetes.io/os == 'windows'"},
+				operatorv1.IPPool{Name: "all", CIDR: "172.22.0.0/25", NodeSelector: "all()"},
+				operatorv1.IPPool{Name: "off", CIDR: "172.23.0.0/16", DisableNewAllocations: ptr.To(true)},
+				operatorv1.IPPool{Name: "v6", CIDR: "fd00::/48"})
+			in.ExpectedWindowsNodes = ptr.To[int32](7)
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckFail,
+			`only 6 blocks are free in total (win (172.21.0.0/24): 4 of 4 blocks free, 60 pods per Windows node; all (172.22.0.0/25): 2 of 2 blocks free, 60 pods per Windows node; linux-only not counted: its nodeSelector "kubernetes.io/os == 'linux'" does not mention windows; win counted because its nodeSelector "kubernetes.io/os == 'windows'" mentions windows`},
+
+		// kube-proxy on Windows nodes.
+		{"kube-proxy-windows on the Calico network passes", func() Inputs {
+			in := healthy()
+			in.DaemonSets = []DaemonSetSummary{kubeProxyOnWindows(sigWindowsOther, "Calico.*")}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckKubeProxy, v1alpha1.CheckPass,
+			`DaemonSet kube-system/kube-proxy-windows runs kube-proxy on Windows nodes with KUBE_NETWORK "Calico.*"`},
+		{"kube-proxy selected by a required node affinity passes", func() Inputs {
+			in := healthy()
+			in.DaemonSets = []DaemonSetSummary{daemonSet("kube-system", "kp-win", nil,
+				corev1.Container{Name: "kp", Image: "example/proxy", Command: []string{"kube-proxy.exe"},
+					Env: []corev1.EnvVar{{Name: "KUBE_NETWORK", Value: "calico"}}},
+				requiredOS(corev1.NodeSelectorOpIn, "windows"))}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckKubeProxy, v1alpha1.CheckPass, "kube-system/kp-win"},
+		{"no kube-proxy on Windows nodes warns with what to apply", func() Inputs {
+			in := healthy()
+			in.DaemonSets = []DaemonSetSummary{daemonSet("kube-system", "kube-proxy", onLinux,
+				corev1.Container{Name: "kube-proxy", Image: "registry.k8s.io/kube-proxy:v1.33.0"})}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckKubeProxy, v1alpha1.CheckWarn,
+			`Windows nodes need kube-proxy in kernelspace mode as a HostProcess DaemonSet on the Calico network (sig-windows-tools' kube-proxy-windows`},
+		{"absent kube-proxy warns with the KUBE_NETWORK it needs and when to apply it", healthy, v1alpha1.PreflightSpec{}, CheckKubeProxy, v1alpha1.CheckWarn,
+			`any other kube-proxy needs env KUBE_NETWORK matching "Calico", e.g. Calico.*); apply it before the first Windows node joins`},
+		{"kube-proxy on Windows nodes on another network warns", func() Inputs {
+			in := healthy()
+			in.DaemonSets = []DaemonSetSummary{kubeProxyOnWindows(sigWindowsCalico, "flannel.4096")}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckKubeProxy, v1alpha1.CheckWarn,
+			`DaemonSet kube-system/kube-proxy-windows runs kube-proxy on Windows nodes with KUBE_NETWORK "flannel.4096": KUBE_NETWORK should match Calico`},
+		{"kube-proxy on Windows nodes without KUBE_NETWORK warns", func() Inputs {
+			in := healthy()
+			in.DaemonSets = []DaemonSetSummary{kubeProxyOnWindows(sigWindowsOther, "")}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckKubeProxy, v1alpha1.CheckWarn,
+			"with no KUBE_NETWORK and image example.com/kube-proxy:v1.33.0-hostprocess: KUBE_NETWORK should match Calico"},
+		{"sig-windows-tools' Calico kube-proxy, whose script sets KUBE_NETWORK, passes", func() Inputs {
+			in := healthy()
+			in.DaemonSets = []DaemonSetSummary{kubeProxyOnWindows(sigWindowsCalico, "")}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckKubeProxy, v1alpha1.CheckPass,
+			"DaemonSet kube-system/kube-proxy-windows runs kube-proxy on Windows nodes from the Calico image sigwindowstools/kube-proxy:v1.33.0-calico-hostprocess, which sets KUBE_NETWORK to Calico"},
+		{"KUBE_NETWORK from a reference warns", func() Inputs {
+			in := healthy()
+			in.DaemonSets = []DaemonSetSummary{daemonSet("kube-system", "kube-proxy-windows", onWindows, corev1.Container{
+				Name: "kube-proxy", Image: sigWindowsCalico, Env: []corev1.EnvVar{{Name: "KUBE_NETWORK", ValueFrom: &corev1.EnvVarSource{
+					ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "kp"}, Key: "network"}}}}})}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckKubeProxy, v1alpha1.CheckWarn, "with KUBE_NETWORK from a reference winready does not read"},
+		{"a Linux selector next to a Windows affinity schedules nowhere, so it is not kube-proxy for Windows", func() Inputs {
+			in := healthy()
+			in.DaemonSets = []DaemonSetSummary{daemonSet("kube-system", "odd", onLinux,
+				corev1.Container{Name: "kube-proxy", Image: "sigwindowstools/kube-proxy:v1.33.0-calico-hostprocess",
+					Env: []corev1.EnvVar{{Name: "KUBE_NETWORK", Value: "Calico.*"}}},
+				requiredOS(corev1.NodeSelectorOpIn, "windows"))}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckKubeProxy, v1alpha1.CheckWarn, "no DaemonSet runs kube-proxy"},
+
+		// DaemonSets that select no operating system.
+		{"DaemonSets that select an OS pass; calico-system and the probe are left out", func() Inputs {
+			in := healthy()
+			in.DaemonSets = []DaemonSetSummary{
+				daemonSet("kube-system", "kube-proxy", onLinux, corev1.Container{Name: "kube-proxy"}),
+				kubeProxyOnWindows(sigWindowsOther, "Calico.*"),
+				daemonSet("monitoring", "agent", nil, corev1.Container{Name: "agent"}, requiredOS(corev1.NodeSelectorOpNotIn, "windows")),
+				daemonSet("calico-system", "csi-node-driver", nil, corev1.Container{Name: "csi"}),
+				daemonSet("winready-system", "winready-probe", nil, corev1.Container{Name: "agent"}),
+			}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckLinuxOnlyDS, v1alpha1.CheckPass, "every DaemonSet outside calico-system selects kubernetes.io/os"},
+		{"DaemonSets without an OS selector warn with the patch for the first", func() Inputs {
+			in := healthy()
+			in.DaemonSets = []DaemonSetSummary{
+				daemonSet("monitoring", "node-exporter", nil, corev1.Container{Name: "node-exporter"}),
+				daemonSet("logging", "fluent-bit", map[string]string{"pool": "general"}, corev1.Container{Name: "fluent-bit"}),
+			}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckLinuxOnlyDS, v1alpha1.CheckWarn,
+			`DaemonSets logging/fluent-bit, monitoring/node-exporter select no kubernetes.io/os and would land on Windows nodes: add spec.template.spec.nodeSelector: {kubernetes.io/os: linux} to each where it is managed (manifest, Helm values), e.g. kubectl -n logging patch ds fluent-bit -p '{"spec":{"template":{"spec":{"nodeSelector":{"kubernetes.io/os":"linux"}}}}}'`},
+		{"a required node affinity with a term outside kubernetes.io/os warns", func() Inputs {
+			in := healthy()
+			in.DaemonSets = []DaemonSetSummary{daemonSet("storage", "csi", nil, corev1.Container{Name: "csi"}, func(ds *appsv1.DaemonSet) {
+				requiredOS(corev1.NodeSelectorOpIn, "linux")(ds)
+				terms := &ds.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+				*terms = append(*terms, corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: "storage", Operator: corev1.NodeSelectorOpExists}}})
+			})}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckLinuxOnlyDS, v1alpha1.CheckWarn, "DaemonSets storage/csi select no kubernetes.io/os"},
+		{"many DaemonSets without an OS selector are bounded", func() Inputs {
+			in := healthy()
+			for i := range 12 {
+				in.DaemonSets = append(in.DaemonSets, daemonSet("apps", fmt.Sprintf("ds-%02d", i), nil, corev1.Container{Name: "c"}))
+			}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckLinuxOnlyDS, v1alpha1.CheckWarn, "apps/ds-09 and 2 more select no kubernetes.io/os"},
+		{"a message stays within the status bound", func() Inputs {
+			in := healthy()
+			for i := range 12 {
+				in.DaemonSets = append(in.DaemonSets, daemonSet(strings.Repeat("n", 63), fmt.Sprintf("%s-%02d", strings.Repeat("d", 250), i), nil, corev1.Container{Name: "c"}))
+			}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckLinuxOnlyDS, v1alpha1.CheckWarn, "…"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,6 +379,9 @@ func TestEvaluate(t *testing.T) {
 			}
 			if found.Result != tc.result || !strings.Contains(found.Message, tc.message) {
 				t.Fatalf("%s: got %s %q, want %s containing %q", tc.check, found.Result, found.Message, tc.result, tc.message)
+			}
+			if n := len([]rune(found.Message)); n > maxMessage {
+				t.Fatalf("%s: message of %d characters, above the status bound of %d", tc.check, n, maxMessage)
 			}
 		})
 	}

@@ -8,15 +8,18 @@ import (
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 )
 
@@ -78,10 +81,16 @@ func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.
 		return in, err
 	}
 	in.CalicoAPIServed = api.Served()
-	if in.Nodes, err = listNodeAddresses(ctx, r); err != nil {
+	if in.Nodes, err = listNodes(ctx, r); err != nil {
 		return in, err
 	}
 	if err := getOptional(ctx, r, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, &corev1.Service{}, &in.KubeDNS); err != nil {
+		return in, err
+	}
+	if err := gatherDaemonSets(ctx, r, &in); err != nil {
+		return in, err
+	}
+	if in.ExpectedWindowsNodes, err = expectedWindowsNodes(ctx, r); err != nil {
 		return in, err
 	}
 	if !in.CalicoAPIServed {
@@ -130,6 +139,24 @@ func getOptional(ctx context.Context, r client.Reader, key client.ObjectKey, obj
 	return nil
 }
 
+// expectedWindowsNodes reads spec.windowsNodes.expected of WindowsReadiness
+// default for the capacity check; nil when it is unset, when there is no such
+// object, or when its CRD is not installed.
+func expectedWindowsNodes(ctx context.Context, r client.Reader) (*int32, error) {
+	wr := &v1alpha1.WindowsReadiness{}
+	if err := r.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading windowsreadiness %s: %w", v1alpha1.Name, err)
+	}
+	if wr.Spec.WindowsNodes == nil || wr.Spec.WindowsNodes.Expected == nil {
+		return nil, nil
+	}
+	expected := *wr.Spec.WindowsNodes.Expected
+	return &expected, nil
+}
+
 // tunnelAnnotation is where Calico records a node's VXLAN tunnel address.
 const tunnelAnnotation = "projectcalico.org/IPv4VXLANTunnelAddr"
 
@@ -148,12 +175,17 @@ func listPages(ctx context.Context, r client.Reader, list client.ObjectList, vis
 	}
 }
 
-func listNodeAddresses(ctx context.Context, r client.Reader) ([]NodeAddresses, error) {
+// listNodes reads every node's addresses and whether it is a Linux worker;
+// nodes without an InternalIP are kept, they still count as workers.
+func listNodes(ctx context.Context, r client.Reader) ([]NodeAddresses, error) {
 	var out []NodeAddresses
 	list := &corev1.NodeList{}
 	err := listPages(ctx, r, list, func() error {
 		for _, n := range list.Items {
-			na := NodeAddresses{Name: n.Name}
+			na := NodeAddresses{Name: n.Name, OS: n.Labels[calico.OSLabel], Unschedulable: n.Spec.Unschedulable}
+			_, cp := n.Labels[roleControlPlane]
+			_, master := n.Labels[roleMaster]
+			na.ControlPlane = cp || master
 			for _, a := range n.Status.Addresses {
 				if ip, err := netip.ParseAddr(a.Address); err == nil && a.Type == corev1.NodeInternalIP && ip.Is4() {
 					na.InternalIP = ip
@@ -161,9 +193,7 @@ func listNodeAddresses(ctx context.Context, r client.Reader) ([]NodeAddresses, e
 				}
 			}
 			na.TunnelIP, _ = netip.ParseAddr(n.Annotations[tunnelAnnotation])
-			if na.InternalIP.IsValid() {
-				out = append(out, na)
-			}
+			out = append(out, na)
 		}
 		return nil
 	})
@@ -171,6 +201,34 @@ func listNodeAddresses(ctx context.Context, r client.Reader) ([]NodeAddresses, e
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	return out, nil
+}
+
+// gatherDaemonSets summarises every DaemonSet and, from the same list, reads
+// the VXLAN overrides on calico-node.
+func gatherDaemonSets(ctx context.Context, r client.Reader, in *Inputs) error {
+	list := &appsv1.DaemonSetList{}
+	err := listPages(ctx, r, list, func() error {
+		for i := range list.Items {
+			ds := &list.Items[i]
+			in.DaemonSets = append(in.DaemonSets, SummarizeDaemonSet(ds))
+			if ds.Namespace != calico.SystemNamespace || ds.Name != calico.NodeDaemonSet {
+				continue
+			}
+			for _, name := range []string{envVXLANPort, envVXLANVNI} {
+				if v, ok := calico.ContainerEnv(ds, calico.NodeContainer, name); ok {
+					if in.CalicoNodeEnv == nil {
+						in.CalicoNodeEnv = map[string]string{}
+					}
+					in.CalicoNodeEnv[name] = v
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("listing daemonsets: %w", err)
+	}
+	return nil
 }
 
 func gatherPolicies(ctx context.Context, r client.Reader, in *Inputs) error {
@@ -243,6 +301,9 @@ func gatherBorrowed(ctx context.Context, r client.Reader, api CalicoAPI, in *Inp
 	in.Borrowed = map[string]int{}
 	count := func(blocks []calicov3.IPAMBlock) {
 		for _, b := range blocks {
+			if cidr, err := netip.ParsePrefix(b.Spec.CIDR); err == nil {
+				in.BlockCIDRs = append(in.BlockCIDRs, cidr)
+			}
 			if b.Spec.Affinity == nil {
 				continue
 			}
