@@ -158,6 +158,9 @@ func (p *pass) preflight(ctx context.Context, inst *operatorv1.Installation) (bo
 	if err != nil {
 		return false, err
 	}
+	if wn := p.wr.Spec.WindowsNodes; wn != nil {
+		in.ExpectedWindowsNodes = wn.Expected
+	}
 	checks := preflight.Evaluate(in, p.wr.Spec.Preflight)
 	now := metav1.NewTime(p.r.Clock.Now())
 	var probe *v1alpha1.ProbeStatus

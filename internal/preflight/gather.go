@@ -12,14 +12,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 )
 
@@ -90,9 +88,6 @@ func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.
 	if err := gatherDaemonSets(ctx, r, &in); err != nil {
 		return in, err
 	}
-	if in.ExpectedWindowsNodes, err = expectedWindowsNodes(ctx, r); err != nil {
-		return in, err
-	}
 	if !in.CalicoAPIServed {
 		return in, nil
 	}
@@ -137,24 +132,6 @@ func getOptional(ctx context.Context, r client.Reader, key client.ObjectKey, obj
 		return fmt.Errorf("reading %T %s: %w", obj, key, err)
 	}
 	return nil
-}
-
-// expectedWindowsNodes reads spec.windowsNodes.expected of WindowsReadiness
-// default for the capacity check; nil when it is unset, when there is no such
-// object, or when its CRD is not installed.
-func expectedWindowsNodes(ctx context.Context, r client.Reader) (*int32, error) {
-	wr := &v1alpha1.WindowsReadiness{}
-	if err := r.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr); err != nil {
-		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading windowsreadiness %s: %w", v1alpha1.Name, err)
-	}
-	if wr.Spec.WindowsNodes == nil || wr.Spec.WindowsNodes.Expected == nil {
-		return nil, nil
-	}
-	expected := *wr.Spec.WindowsNodes.Expected
-	return &expected, nil
 }
 
 // tunnelAnnotation is where Calico records a node's VXLAN tunnel address.
