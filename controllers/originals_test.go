@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -278,6 +279,25 @@ var _ = Describe("The probe round", func() {
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 		Eventually(probeGone).Should(BeTrue())
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+	})
+
+	It("counts against the plan the agents were given when a node joins mid-round", func() {
+		midRound()
+		late := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "linux-9", Labels: map[string]string{"kubernetes.io/os": "linux"}}}
+		Expect(k8s.Create(ctx, late)).To(Succeed())
+		DeferCleanup(deleteNode, "linux-9")
+		late.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.99"}}
+		Expect(k8s.Status().Update(ctx, late)).To(Succeed())
+
+		op.clock.Step(2 * time.Minute)
+		poke("test/poke", "1")
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
+		probe := getWR().Status.Preflight.Probe
+		Expect(probe.FirstMissing).To(Equal([]string{"linux-2"}), "the silent node only, not the one that joined")
+		for _, pair := range probe.FirstFailing {
+			Expect(pair.From + pair.To).NotTo(ContainSubstring("linux-9"))
+		}
+		Expect(probe.Nodes).To(BeEquivalentTo(3))
 	})
 
 	It("stalls with the API server's reason when its agents cannot be created, after a bounded number of tries", func() {

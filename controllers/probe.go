@@ -170,11 +170,16 @@ func (p *pass) collectProbe(ctx context.Context, st *v1alpha1.ProbeStatus, now t
 		p.progress(conditions.ReasonProgressing, fmt.Sprintf("preflight: probing UDP 4789, %d of %d nodes reported", got, st.Nodes))
 		return false, ctrl.Result{RequeueAfter: deadline.Sub(now)}, nil
 	}
-	nodes, err := preflight.ListLinuxNodes(ctx, p.r.APIReader)
+	// Count against the plan the agents were given, not the nodes of now.
+	nodes, plan, err := preflight.ReadPlan(ctx, p.r.APIReader, p.r.Namespace, st.Round)
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
-	plan := preflight.Plan(nodes, st.Round)
+	if nodes == nil {
+		// The plan is gone (removed by hand, or a round replaced it): probe again.
+		result, err := p.startProbe(ctx, now, p.wr.Annotations[RerunPreflightAnnotation])
+		return false, result, err
+	}
 	result := preflight.Aggregate(nodes, plan, p.extraTargets(), reports)
 	result.Round, result.Generation, result.StartedAt = st.Round, st.Generation, st.StartedAt
 	completed := metav1.NewTime(now)

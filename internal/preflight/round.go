@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -117,6 +118,39 @@ func DecodePlan(data map[string]string, node string) (NodePlan, error) {
 		return NodePlan{}, err
 	}
 	return NodePlan{Round: data[PlanRound], Duration: d, IP: ip, Peers: peers, Extra: extra}, nil
+}
+
+// ReadPlan reads back the plan the agents of round were given: the nodes and
+// the peers each probes. The aggregation counts against it, not against the
+// nodes of now, so that a node that joins or leaves mid-round makes no false
+// failing pair. It returns no nodes when the plan is gone or belongs to
+// another round.
+func ReadPlan(ctx context.Context, r client.Reader, namespace, round string) ([]ProbeNode, map[string][]netip.Addr, error) {
+	cm := &corev1.ConfigMap{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ProbeName}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("reading the probe plan: %w", err)
+	}
+	if cm.Data[PlanRound] != round {
+		return nil, nil, nil
+	}
+	var nodes []ProbeNode
+	plan := map[string][]netip.Addr{}
+	for name := range cm.Data {
+		if name == PlanRound || name == PlanDuration || name == PlanExtra {
+			continue
+		}
+		np, err := DecodePlan(cm.Data, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		nodes = append(nodes, ProbeNode{Name: name, IP: np.IP})
+		plan[name] = np.Peers
+	}
+	slices.SortFunc(nodes, func(a, b ProbeNode) int { return strings.Compare(a.Name, b.Name) })
+	return nodes, plan, nil
 }
 
 // StartRound writes the plan and starts the agents.
