@@ -96,10 +96,13 @@ func Aggregate(nodes []ProbeNode, plan map[string][]netip.Addr, extra []netip.Ad
 	for _, n := range sorted {
 		mine := got[n.Name]
 		if mine == nil {
+			// An agent that never ran sent nothing: it is silent, and its
+			// peers' missing receipts are not failing pairs.
 			st.MissingReports++
 			if len(st.FirstMissing) < v1alpha1.MaxListed {
 				st.FirstMissing = append(st.FirstMissing, n.Name)
 			}
+			continue
 		}
 		for _, peerIP := range plan[n.Name] {
 			peer := byIP[peerIP]
@@ -113,9 +116,6 @@ func Aggregate(nodes []ProbeNode, plan map[string][]netip.Addr, extra []netip.Ad
 			} else {
 				fail(func() string { return label(n) }, func() string { return label(peer) })
 			}
-		}
-		if mine == nil {
-			continue
 		}
 		for _, e := range extra {
 			st.PlannedPairs++

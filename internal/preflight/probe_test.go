@@ -3,6 +3,7 @@ package preflight
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"testing"
 
@@ -112,6 +113,11 @@ func TestAggregate(t *testing.T) {
 		}, failing: 1, firstFailing: "node-0002 (10.0.0.2) -> 192.0.2.10 (extra target)"},
 		"an agent never reported": {reports: func() []Report {
 			return allReceived(nodes, plan, extra)[:2]
+		}, missing: 1},
+		"an agent that never ran is silent, not failing pairs": {reports: func() []Report {
+			sent := maps.Clone(plan)
+			delete(sent, nodes[2].Name) // it sent nothing either
+			return allReceived(nodes, sent, extra)[:2]
 		}, missing: 1},
 	}
 	for name, tc := range tests {
