@@ -74,17 +74,11 @@ type flakyClient struct {
 }
 
 func (c *flakyClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if c.f.failBefore() {
-		return errInjected
-	}
-	return c.Client.Get(ctx, key, obj, opts...)
+	return (&flakyReader{Reader: c.Client, f: c.f}).Get(ctx, key, obj, opts...)
 }
 
 func (c *flakyClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if c.f.failBefore() {
-		return errInjected
-	}
-	return c.Client.List(ctx, list, opts...)
+	return (&flakyReader{Reader: c.Client, f: c.f}).List(ctx, list, opts...)
 }
 
 func (c *flakyClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {

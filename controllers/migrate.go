@@ -86,7 +86,8 @@ func (p *pass) migrationBlocked(ctx context.Context, step v1alpha1.StepName) (st
 	if reason, why := p.awaitingApproval(step); reason != "" {
 		return reason, why, nil
 	}
-	return p.calicoBlocked(ctx, step, v1alpha1.DirectionMigrate)
+	reason, why := p.calicoBlocked(step, v1alpha1.DirectionMigrate)
+	return reason, why, nil
 }
 
 // disruptive are the steps that move traffic: pools change encapsulation,

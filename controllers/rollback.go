@@ -107,5 +107,6 @@ func (p *pass) rollbackBlocked(ctx context.Context, step v1alpha1.StepName) (str
 		p.set(conditions.RollbackAllowed, metav1.ConditionFalse, conditions.ReasonWindowsNodesPresent, msg)
 		return conditions.ReasonWindowsNodesPresent, msg, nil
 	}
-	return p.calicoBlocked(ctx, step, v1alpha1.DirectionRollback)
+	reason, why := p.calicoBlocked(step, v1alpha1.DirectionRollback)
+	return reason, why, nil
 }

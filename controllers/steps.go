@@ -222,39 +222,34 @@ func stateVerb(dir v1alpha1.Direction) string {
 // a Degraded TigeraStatus means a change now could make things worse. When
 // the Degraded state began after winready's own last change, the way out is
 // through winready: a rollback, or a re-run of that step toward a corrected
-// target, goes ahead (and says so).
-func (p *pass) calicoBlocked(ctx context.Context, step v1alpha1.StepName, dir v1alpha1.Direction) (string, string, error) {
-	for _, name := range []string{calico.StatusCalico, calico.StatusIPPools} {
-		h, err := calico.ReadHealth(ctx, p.r.Client, name)
-		if err != nil {
-			return "", "", err
-		}
-		if !h.Degraded {
-			continue
-		}
-		msg := fmt.Sprintf("TigeraStatus %s is Degraded (%s); no change is made until it recovers", name, h.Message)
-		if last := p.lastChange(); last != nil && !h.DegradedSince.IsZero() && !h.DegradedSince.Before(last.StartedAt.Time) {
-			switch {
-			case dir == v1alpha1.DirectionRollback:
-				p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, fmt.Sprintf(
-					"TigeraStatus %s is Degraded (%s) since winready changed step %s: the rollback goes on to undo it", name, h.Message, last.Name))
-				return "", "", nil
-			case step == last.Name:
-				p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, fmt.Sprintf(
-					"TigeraStatus %s is Degraded (%s) since winready changed step %s: re-running it toward the corrected target", name, h.Message, last.Name))
-				return "", "", nil
-			}
-			msg = fmt.Sprintf("TigeraStatus %s is Degraded (%s) since winready changed step %s; set spec.direction: Rollback to undo it, "+
-				"or correct the spec so that step %s runs again", name, h.Message, last.Name, last.Name)
-		}
-		p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, msg)
-		if p.degradedTooLong(h) {
-			return conditions.ReasonStepTimeout, msg + fmt.Sprintf("; Degraded for longer than the step deadline %s", p.stepDeadline()), nil
-		}
-		return conditions.ReasonCalicoDegraded, msg, nil
+// target, goes ahead (and says so). It decides on the health read once per
+// pass by observeCalicoHealth.
+func (p *pass) calicoBlocked(step v1alpha1.StepName, dir v1alpha1.Direction) (string, string) {
+	h := p.degraded
+	if h == nil {
+		p.set(conditions.CalicoHealthy, metav1.ConditionTrue, conditions.ReasonCalicoHealthy, "no TigeraStatus is Degraded")
+		return "", ""
 	}
-	p.set(conditions.CalicoHealthy, metav1.ConditionTrue, conditions.ReasonCalicoHealthy, "no TigeraStatus is Degraded")
-	return "", "", nil
+	msg := fmt.Sprintf("TigeraStatus %s is Degraded (%s); no change is made until it recovers", h.Name, h.Message)
+	if last := p.lastChange(); last != nil && !h.DegradedSince.IsZero() && !h.DegradedSince.Before(last.StartedAt.Time) {
+		switch {
+		case dir == v1alpha1.DirectionRollback:
+			p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, fmt.Sprintf(
+				"TigeraStatus %s is Degraded (%s) since winready changed step %s: the rollback goes on to undo it", h.Name, h.Message, last.Name))
+			return "", ""
+		case step == last.Name:
+			p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, fmt.Sprintf(
+				"TigeraStatus %s is Degraded (%s) since winready changed step %s: re-running it toward the corrected target", h.Name, h.Message, last.Name))
+			return "", ""
+		}
+		msg = fmt.Sprintf("TigeraStatus %s is Degraded (%s) since winready changed step %s; set spec.direction: Rollback to undo it, "+
+			"or correct the spec so that step %s runs again", h.Name, h.Message, last.Name, last.Name)
+	}
+	p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, msg)
+	if p.degradedTooLong(*h) {
+		return conditions.ReasonStepTimeout, msg + fmt.Sprintf("; Degraded for longer than the step deadline %s", p.stepDeadline())
+	}
+	return conditions.ReasonCalicoDegraded, msg
 }
 
 // lastChange is the step winready changed most recently, nil when none.
@@ -304,15 +299,19 @@ func (p *pass) targetDigest(name v1alpha1.StepName, dir v1alpha1.Direction) stri
 	return hex.EncodeToString(sum[:8])
 }
 
-// observeCalicoHealth keeps CalicoHealthy current on every pass, waits
-// included; calicoBlocked refines its message when it decides a change.
+// observeCalicoHealth reads TigeraStatus calico and ippools once per pass:
+// it keeps CalicoHealthy current, waits included, and remembers the first
+// Degraded one for calicoBlocked, which refines the message when it decides
+// on a change.
 func (p *pass) observeCalicoHealth(ctx context.Context) error {
+	p.degraded = nil
 	for _, name := range []string{calico.StatusCalico, calico.StatusIPPools} {
 		h, err := calico.ReadHealth(ctx, p.r.Client, name)
 		if err != nil {
 			return err
 		}
 		if h.Degraded {
+			p.degraded = &h
 			if c := meta.FindStatusCondition(p.wr.Status.Conditions, conditions.CalicoHealthy); c == nil || c.Status != metav1.ConditionFalse {
 				p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded,
 					fmt.Sprintf("TigeraStatus %s is Degraded (%s)", name, h.Message))

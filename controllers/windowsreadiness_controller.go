@@ -159,6 +159,9 @@ type pass struct {
 	wr *v1alpha1.WindowsReadiness
 	// before is the status as last written, to patch only what changed.
 	before *v1alpha1.WindowsReadiness
+	// degraded is the first Degraded TigeraStatus of this pass, nil when
+	// Calico is healthy.
+	degraded *calico.Health
 }
 
 // persist writes the status when it changed.
