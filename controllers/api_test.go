@@ -6,7 +6,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/discovery"
+	"k8s.io/utils/ptr"
 
 	"github.com/winready/winready/api/v1alpha1"
 )
@@ -29,7 +31,9 @@ var _ = Describe("The WindowsReadiness API", func() {
 		wr := getWR()
 		Expect(wr.Spec.Direction).To(Equal(v1alpha1.DirectionMigrate))
 		Expect(wr.Spec.WindowsNodeGate).To(Equal(v1alpha1.GateEnabled))
-		Expect(wr.Spec.PhaseTimeout.Duration.String()).To(Equal("30m0s"))
+		Expect(wr.Spec.PhaseTimeout).To(BeNil(), "phaseTimeout is a deprecated name with no default")
+		Expect(wr.Spec.ProgressDeadline).To(BeNil())
+		Expect(wr.Spec.EffectiveProgressDeadline().String()).To(Equal("30m0s"))
 		Expect(wr.Spec.Preflight.ProbeTimeout.Duration.String()).To(Equal("30s"))
 	})
 
@@ -50,6 +54,14 @@ var _ = Describe("The WindowsReadiness API", func() {
 		Expect(names).To(Equal([]string{"Name", "Direction", "Phase", "Ready", "Message", "Age"}))
 		Expect(table.Rows).To(HaveLen(1))
 		Expect(table.Rows[0].Cells[0:2]).To(Equal([]any{"default", "Migrate"}))
+	})
+
+	It("keeps phaseTimeout as the name of the progress deadline and takes both when they agree", func() {
+		Expect(create(v1alpha1.Name, func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.PhaseTimeout, wr.Spec.ProgressDeadline = dur("45m"), dur("45m")
+			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromString("50%"))
+		})).To(Succeed())
+		Expect(getWR().Spec.EffectiveProgressDeadline().String()).To(Equal("45m0s"))
 	})
 
 	It("rejects any name but default", func() {
@@ -103,6 +115,21 @@ var _ = Describe("The WindowsReadiness API", func() {
 		Entry("a phase timeout above a day", func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.PhaseTimeout = dur("25h")
 		}, "spec.phaseTimeout", "must be between 1m and 24h"),
+		Entry("a progress deadline above a day", func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.ProgressDeadline = dur("25h")
+		}, "spec.progressDeadline", "must be between 1m and 24h"),
+		Entry("a progress deadline and a different phase timeout", func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.ProgressDeadline, wr.Spec.PhaseTimeout = dur("1h"), dur("30m")
+		}, "spec", "phaseTimeout is the deprecated name of progressDeadline"),
+		Entry("more than 100 nodes unavailable at once", func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(101))
+		}, "spec.rollout.maxUnavailable", "must be 1 to 100 nodes or 1% to 50%"),
+		Entry("no node unavailable at all", func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+		}, "spec.rollout.maxUnavailable", "must be 1 to 100 nodes or 1% to 50%"),
+		Entry("more than half the nodes unavailable at once", func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromString("51%"))
+		}, "spec.rollout.maxUnavailable", "must be 1 to 100 nodes or 1% to 50%"),
 		Entry("a probe timeout above ten minutes", func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Preflight.ProbeTimeout = dur("11m")
 		}, "spec.preflight.probeTimeout", "must be between 1s and 10m"),

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Name is the only name a WindowsReadiness may have: a cluster has one Calico
@@ -110,7 +111,31 @@ type WindowsNodesSpec struct {
 	Expected *int32 `json:"expected,omitempty"`
 }
 
+// RolloutSpec tunes how calico-node rolls out during the migration.
+type RolloutSpec struct {
+	// MaxUnavailable is written into the Installation's
+	// spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable for the
+	// migration (how many nodes restart calico-node at once) and restored
+	// at the end and on rollback. Unset: the Installation's own (the Tigera
+	// operator's default is 1). At most 100 nodes or 50%: each restarting
+	// node drops its pods' networking for a moment and reconnects to Typha
+	// and the API server, so at least half the nodes keep serving and the
+	// reconnects stay within what a control plane absorbs.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 1 && self <= 100) : self.matches('^([1-9]|[1-4][0-9]|50)%$')",message="must be 1 to 100 nodes or 1% to 50%: more nodes restarting calico-node at once risks the cluster's networking"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// Conservative makes each change that re-renders calico-node (BGP off,
+	// the services endpoint) reach the Tigera operator on its own, so that
+	// calico-node rolls out once per change. By default both reach it
+	// together and calico-node rolls out once.
+	// +optional
+	Conservative bool `json:"conservative,omitempty"`
+}
+
 // WindowsReadinessSpec is what the platform team asks for.
+// +kubebuilder:validation:XValidation:rule="!has(self.phaseTimeout) || !has(self.progressDeadline) || duration(self.phaseTimeout) == duration(self.progressDeadline)",message="phaseTimeout is the deprecated name of progressDeadline: set only progressDeadline, or both to the same value"
 type WindowsReadinessSpec struct {
 	// Direction is Migrate (the default) or Rollback.
 	// +kubebuilder:default=Migrate
@@ -144,14 +169,30 @@ type WindowsReadinessSpec struct {
 	// +optional
 	WindowsNodes *WindowsNodesSpec `json:"windowsNodes,omitempty"`
 
-	// PhaseTimeout is how long one step may wait for Calico before the
-	// migration is marked Stalled.
+	// ProgressDeadline is how long a step may go without progress (no
+	// calico-node updated, no change in what Calico reports) before the
+	// migration is marked Stalled, like a Deployment's
+	// progressDeadlineSeconds. A rollout that keeps moving never stalls,
+	// however long it takes. Unset: phaseTimeout, else 30m.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="must be between 1m and 24h"
-	// +kubebuilder:default="30m"
+	// +optional
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+
+	// PhaseTimeout is the deprecated name of progressDeadline, kept so that
+	// existing objects and manifests still apply. It bounded a step's total
+	// time; it now means the same as progressDeadline (time without
+	// progress). Set one of the two, or both to the same value.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="must be between 1m and 24h"
 	// +optional
 	PhaseTimeout *metav1.Duration `json:"phaseTimeout,omitempty"`
+
+	// Rollout tunes the calico-node rollouts the migration causes.
+	// +optional
+	Rollout RolloutSpec `json:"rollout,omitempty"`
 
 	// WindowsNodeGate rejects new Nodes labelled kubernetes.io/os=windows
 	// while the cluster is not Windows-ready.
@@ -487,6 +528,11 @@ type WindowsReadinessStatus struct {
 	// +listType=set
 	// +optional
 	WindowsNodes []string `json:"windowsNodes,omitempty"`
+
+	// Rollout is the calico-node rollout under way or last seen: its
+	// progress, its pace and an estimate of the time left.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // WindowsReadiness migrates a Calico cluster into the mode Windows nodes need,
@@ -520,4 +566,50 @@ type WindowsReadinessList struct {
 
 func init() {
 	SchemeBuilder.Register(&WindowsReadiness{}, &WindowsReadinessList{})
+}
+
+// RolloutStatus is a DaemonSet rollout's progress as winready observed it.
+type RolloutStatus struct {
+	// DaemonSet is namespace/name of the DaemonSet rolling out.
+	DaemonSet string `json:"daemonSet"`
+
+	// Generation is the DaemonSet's metadata.generation this rollout is for.
+	Generation int64 `json:"generation"`
+
+	// ObservedGeneration is the generation the DaemonSet controller had
+	// seen (status.observedGeneration).
+	ObservedGeneration int64 `json:"observedGeneration"`
+
+	// Updated is how many nodes run the new pod template
+	// (updatedNumberScheduled).
+	Updated int32 `json:"updated"`
+
+	// Unavailable is how many nodes lack an available pod
+	// (numberUnavailable).
+	Unavailable int32 `json:"unavailable"`
+
+	// Available is how many nodes have an available pod (numberAvailable).
+	Available int32 `json:"available"`
+
+	// Total is how many nodes should run the pod (desiredNumberScheduled).
+	Total int32 `json:"total"`
+
+	// PacePerNode is the smoothed time one node has taken to update.
+	// +optional
+	PacePerNode *metav1.Duration `json:"pacePerNode,omitempty"`
+
+	// EstimatedTimeLeft is the time the nodes still to update will take at
+	// that pace.
+	// +optional
+	EstimatedTimeLeft *metav1.Duration `json:"estimatedTimeLeft,omitempty"`
+
+	// LastProgressAt is when a node was last updated or the rollout
+	// otherwise moved; the progress deadline counts from here.
+	// +optional
+	LastProgressAt *metav1.MicroTime `json:"lastProgressAt,omitempty"`
+
+	// UpdatedChangedAt is when Updated last changed; the pace is measured
+	// from here.
+	// +optional
+	UpdatedChangedAt *metav1.MicroTime `json:"updatedChangedAt,omitempty"`
 }

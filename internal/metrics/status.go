@@ -55,6 +55,7 @@ func RecordStatus(wr *v1alpha1.WindowsReadiness) {
 		failing = float64(pf.Probe.FailingPairs)
 	}
 	probeFailingPairs.Set(failing)
+	RecordRollout(wr.Status.Rollout)
 }
 
 // ObserveStep records how long a step took, from its change to Calico

@@ -26,6 +26,7 @@ var registerOnce sync.Once
 func Register() {
 	registerOnce.Do(func() {
 		crmetrics.Registry.MustRegister(apiWrites, phase, stepDuration, probeFailingPairs, blocked)
+		crmetrics.Registry.MustRegister(rolloutCollectors...)
 	})
 }
 
