@@ -126,8 +126,18 @@ func DecodePlan(data map[string]string, node string) (NodePlan, error) {
 // failing pair. It returns no nodes when the plan is gone or belongs to
 // another round.
 func ReadPlan(ctx context.Context, r client.Reader, namespace, round string) ([]ProbeNode, map[string][]netip.Addr, error) {
+	return ReadRoundPlan(ctx, r, namespace, ProbeName, round)
+}
+
+// PlanMetaPrefix starts the plan keys that carry a kind of round's own
+// settings: no node name starts with it.
+const PlanMetaPrefix = "_"
+
+// ReadRoundPlan is ReadPlan for the plan ConfigMap named name, that of any
+// kind of round.
+func ReadRoundPlan(ctx context.Context, r client.Reader, namespace, name, round string) ([]ProbeNode, map[string][]netip.Addr, error) {
 	cm := &corev1.ConfigMap{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ProbeName}, cm); err != nil {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil, nil
 		}
@@ -139,7 +149,7 @@ func ReadPlan(ctx context.Context, r client.Reader, namespace, round string) ([]
 	var nodes []ProbeNode
 	plan := map[string][]netip.Addr{}
 	for name := range cm.Data {
-		if name == PlanRound || name == PlanDuration || name == PlanExtra {
+		if name == PlanRound || name == PlanDuration || name == PlanExtra || strings.HasPrefix(name, PlanMetaPrefix) {
 			continue
 		}
 		np, err := DecodePlan(cm.Data, name)
@@ -214,13 +224,17 @@ func AgentDaemonSet(cfg RoundConfig, round string, owner []metav1.OwnerReference
 
 // ReportName is the report ConfigMap of a node; long node names are hashed
 // to fit a name.
-func ReportName(node string) string {
-	name := ProbeName + "-report-" + node
+func ReportName(node string) string { return RoundReportName(ProbeName, node) }
+
+// RoundReportName is ReportName for the kind of round whose objects are
+// named kind.
+func RoundReportName(kind, node string) string {
+	name := kind + "-report-" + node
 	if len(name) <= 253 {
 		return name
 	}
 	sum := sha256.Sum256([]byte(node))
-	return ProbeName + "-report-" + hex.EncodeToString(sum[:16])
+	return kind + "-report-" + hex.EncodeToString(sum[:16])
 }
 
 // EncodeReport is the ConfigMap data of an agent's report.
