@@ -42,6 +42,9 @@ type Cluster struct {
 	ServiceCIDRs []string
 	// KubeadmConfig nil means no kube-system/kubeadm-config ConfigMap.
 	KubeadmConfig *KubeadmConfig
+	// Installation, when set, is the user's Installation spec as written, such as one kept in Git; Pools, BGP
+	// and ServiceCIDRs are then ignored.
+	Installation *operatorv1.InstallationSpec
 	// AsWritten seeds the Installation spec exactly as a user wrote it, without the defaults the operator adds
 	// on first sight: a running simulator then writes them (two more generations) right after Seed. By default
 	// the spec already carries them, as in any cluster the operator has run in, so that the seeded cluster is at
@@ -185,6 +188,9 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 
 // installationSpec is the spec a user would have applied: variant, CNI type and the network settings of cl.
 func installationSpec(cl Cluster) *operatorv1.InstallationSpec {
+	if cl.Installation != nil {
+		return cl.Installation.DeepCopy()
+	}
 	pools := append([]operatorv1.IPPool(nil), cl.Pools...)
 	if len(pools) == 0 {
 		pools = []operatorv1.IPPool{{Name: defaultPoolName, CIDR: defaultPoolCIDR}}
