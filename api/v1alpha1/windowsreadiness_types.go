@@ -217,6 +217,46 @@ type WindowsReadinessSpec struct {
 	// +listType=set
 	// +optional
 	ApprovedSteps []StepName `json:"approvedSteps,omitempty"`
+
+	// PodNetworkCheck tunes the pod network check run before the first change
+	// (the baseline) and after each disruptive step.
+	// +optional
+	PodNetworkCheck PodNetworkCheckSpec `json:"podNetworkCheck,omitempty"`
+}
+
+// PodCheckFailureAction is what a pod network worse than the baseline does
+// to the migration.
+// +kubebuilder:validation:Enum=Stop;Revert
+type PodCheckFailureAction string
+
+const (
+	// PodCheckStop stalls the migration with the diagnosis.
+	PodCheckStop PodCheckFailureAction = "Stop"
+	// PodCheckRevert reverts the step after which the check failed, then stalls.
+	PodCheckRevert PodCheckFailureAction = "Revert"
+)
+
+// PodNetworkCheckSpec tunes the pod network check: short-lived pods on the
+// pod network of every Linux node test their peers on other nodes over TCP
+// (small and full-size), ICMP, DNS and a Service ClusterIP.
+type PodNetworkCheckSpec struct {
+	// Disabled turns the check off; the preflight records it as a warning.
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+
+	// OnFailure is Stop (the default: Stalled, with the diagnosis) or Revert
+	// (revert the step after which the pod network got worse, then stall).
+	// +kubebuilder:default=Stop
+	// +optional
+	OnFailure PodCheckFailureAction `json:"onFailure,omitempty"`
+
+	// Timeout bounds one round: the pods start, serve, test and report.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s') && duration(self) <= duration('30m')",message="must be between 30s and 30m"
+	// +kubebuilder:default="3m"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
 // Phase summarises the status. It is computed from the conditions and never
@@ -450,6 +490,118 @@ type ProbeStatus struct {
 	FirstMissing []string `json:"firstMissing,omitempty"`
 }
 
+// PodCheckVerdict is what a pair's pod network checks say.
+// +kubebuilder:validation:Enum=Pass;AsBaseline;ChecksumOffload;MTU;VXLANPath;Other
+type PodCheckVerdict string
+
+// PodPairResult is one directed pair of nodes whose pods' checks failed.
+type PodPairResult struct {
+	// From and To are node names: the pod on From tested the pod on To.
+	// +kubebuilder:validation:MaxLength=253
+	From string `json:"from"`
+	// +kubebuilder:validation:MaxLength=253
+	To string `json:"to"`
+	// Verdict is AsBaseline when the pair failed the same way before the
+	// first change.
+	Verdict PodCheckVerdict `json:"verdict"`
+	// Checks are the outcomes of ICMP, small TCP and full-size TCP, such as
+	// "P,P,F" (P passed, F failed, - not run).
+	// +kubebuilder:validation:MaxLength=8
+	Checks string `json:"checks"`
+	// PathMTU is the largest packet that reached To with Don't Fragment set,
+	// measured when only full-size TCP failed.
+	// +optional
+	PathMTU int32 `json:"pathMTU,omitempty"`
+}
+
+// PodCheckRound is one round of the pod network check.
+type PodCheckRound struct {
+	// Round identifies the round; the pods' reports carry it.
+	// +kubebuilder:validation:MaxLength=64
+	Round string `json:"round"`
+	// Trigger is Baseline (before the first change) or the step after which
+	// the round ran.
+	// +kubebuilder:validation:Enum=Baseline;Encapsulation;BGP;ServicesEndpoint
+	Trigger string `json:"trigger"`
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// PlannedAt is when the pods served and were paired.
+	// +optional
+	PlannedAt *metav1.Time `json:"plannedAt,omitempty"`
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Nodes is how many Linux nodes were expected; Paired how many pods
+	// served in time to be paired.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+	// +optional
+	Paired int32 `json:"paired,omitempty"`
+	// PodMTU is the MTU the pods reported.
+	// +optional
+	PodMTU int32 `json:"podMTU,omitempty"`
+	// TestedPairs, FailingPairs and WorsePairs count directed pairs; worse
+	// ones fail a check that passed in the baseline.
+	// +optional
+	TestedPairs int32 `json:"testedPairs,omitempty"`
+	// +optional
+	FailingPairs int32 `json:"failingPairs,omitempty"`
+	// +optional
+	WorsePairs int32 `json:"worsePairs,omitempty"`
+	// Failing lists the first failing pairs, worse ones first.
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	// +optional
+	Failing []PodPairResult `json:"failing,omitempty"`
+	// DNSFailing, ServiceFailing and Missing list the first nodes whose pod
+	// could not resolve kubernetes.default, could not reach the Service
+	// ClusterIP, or did not report.
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	// +optional
+	DNSFailing []string `json:"dnsFailing,omitempty"`
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	// +optional
+	ServiceFailing []string `json:"serviceFailing,omitempty"`
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	// +optional
+	Missing []string `json:"missing,omitempty"`
+	// Worse is true when the pod network is worse than in the baseline.
+	// +optional
+	Worse bool `json:"worse,omitempty"`
+	// Diagnosis names what broke, the pairs and the fix.
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	Diagnosis string `json:"diagnosis,omitempty"`
+}
+
+// PodNetworkCheckStatus is the pod network check's baseline and last round.
+type PodNetworkCheckStatus struct {
+	// Disabled records spec.podNetworkCheck.disabled.
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+	// Seed orders the pairs of every round, so that a round after a step
+	// tests the pairs the baseline tested.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Seed string `json:"seed,omitempty"`
+	// +optional
+	Baseline *PodCheckRound `json:"baseline,omitempty"`
+	// Last is the last round after a step.
+	// +optional
+	Last *PodCheckRound `json:"last,omitempty"`
+	// Passed lists the steps after which the pod network was proven.
+	// +kubebuilder:validation:MaxItems=3
+	// +listType=set
+	// +optional
+	Passed []StepName `json:"passed,omitempty"`
+	// Reverted is the step reverted because the pod network got worse after
+	// it (spec.podNetworkCheck.onFailure: Revert).
+	// +optional
+	Reverted StepName `json:"reverted,omitempty"`
+}
+
 // PreflightStatus is the last preflight's outcome.
 type PreflightStatus struct {
 	// Probe is the last round of the UDP 4789 probe.
@@ -522,6 +674,10 @@ type WindowsReadinessStatus struct {
 	// Preflight is the last preflight's outcome.
 	// +optional
 	Preflight *PreflightStatus `json:"preflight,omitempty"`
+
+	// PodNetworkCheck is the pod network check's baseline and last round.
+	// +optional
+	PodNetworkCheck *PodNetworkCheckStatus `json:"podNetworkCheck,omitempty"`
 
 	// WindowsNodes lists Nodes labelled kubernetes.io/os=windows (the first 50).
 	// +kubebuilder:validation:MaxItems=50
