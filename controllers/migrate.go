@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,9 +40,8 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 			if err := p.stopProbe(ctx); err != nil {
 				return ctrl.Result{}, err
 			}
-			p.blockedAt(steps[0].Name(), 1, len(steps), conditions.ReasonPaused,
-				"paused before the UDP 4789 probe and the first change; set spec.paused: false to continue")
-			return ctrl.Result{}, nil
+			return p.conclude(ctx, phase.BlockedBy(conditions.ReasonPaused,
+				"paused before the UDP 4789 probe and the first change; set spec.paused: false to continue").At(steps[0].Name(), 1, len(steps)))
 		}
 		if ok, result, err := p.probeNetwork(ctx); err != nil || !ok {
 			return result, err
@@ -54,22 +52,21 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 	if ok, err := p.resolveTargets(ctx, inst); err != nil || !ok {
 		return ctrl.Result{}, err
 	}
-	s := &phase.Scope{Client: p.r.Client, Reader: p.r.APIReader, Installation: inst, Targets: targetsOf(p.wr.Status.Targets)}
-	if err := p.ensureOriginals(ctx, s, steps); err != nil {
+	in := p.input(inst, v1alpha1.DirectionMigrate)
+	if err := p.ensureOriginals(ctx, in.Cluster, steps); err != nil {
 		return ctrl.Result{}, err
 	}
-	s.Originals = p.wr.Status.Originals
+	in.Originals = p.wr.Status.Originals
 	p.set(conditions.RollbackAllowed, metav1.ConditionTrue, conditions.ReasonNoWindowsNodes, "no Windows node has joined")
 	if len(p.wr.Status.WindowsNodes) > 0 {
 		p.set(conditions.RollbackAllowed, metav1.ConditionFalse, conditions.ReasonWindowsNodesPresent, windowsNodesMessage(p.wr.Status.WindowsNodes))
 	}
 
 	if p.wr.Spec.DryRun {
-		return ctrl.Result{}, p.planOnly(ctx, s, v1alpha1.DirectionMigrate, steps)
+		return ctrl.Result{}, p.planOnly(ctx, in, steps)
 	}
-	done, result, err := p.walk(ctx, s, v1alpha1.DirectionMigrate, steps, p.migrationBlocked)
-	if err != nil || !done {
-		return result, err
+	if o := p.walk(ctx, in, steps, p.migrationBlocked); o.Kind != phase.Done {
+		return p.conclude(ctx, o)
 	}
 	if !conditions.IsTrue(p.wr, conditions.Ready) || p.wr.Status.ObservedGeneration != p.wr.Generation {
 		p.event(corev1.EventTypeNormal, conditions.ReasonMigrated, "Migrate", "the cluster is ready for Windows nodes")
@@ -79,15 +76,28 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 }
 
 // migrationBlocked says why the next change may not be made now.
-func (p *pass) migrationBlocked(ctx context.Context, step v1alpha1.StepName) (string, string, error) {
+func (p *pass) migrationBlocked(_ context.Context, step v1alpha1.StepName) *phase.Outcome {
+	if o := p.heldBySpec(step); o != nil {
+		return o
+	}
+	return p.calicoBlocked(step, v1alpha1.DirectionMigrate)
+}
+
+// heldBySpec says whether the spec asks to wait before the step's change:
+// paused, or a disruptive step awaiting approval.
+func (p *pass) heldBySpec(step v1alpha1.StepName) *phase.Outcome {
 	if p.wr.Spec.Paused {
-		return conditions.ReasonPaused, "paused before the next change; set spec.paused: false to continue", nil
+		o := phase.BlockedBy(conditions.ReasonPaused, "paused before the next change; set spec.paused: false to continue")
+		return &o
 	}
-	if reason, why := p.awaitingApproval(step); reason != "" {
-		return reason, why, nil
-	}
-	reason, why := p.calicoBlocked(step, v1alpha1.DirectionMigrate)
-	return reason, why, nil
+	return p.awaitingApproval(step)
+}
+
+// input is what the steps decide from, toward dir: the cluster as read from
+// the Installation on, the targets and the originals recorded so far.
+func (p *pass) input(inst *operatorv1.Installation, dir v1alpha1.Direction) phase.Input {
+	return phase.Input{Cluster: &calico.Cluster{Installation: inst}, Originals: p.wr.Status.Originals,
+		Targets: targetsOf(p.wr.Status.Targets), Direction: dir}
 }
 
 // disruptive are the steps that move traffic: pools change encapsulation,
@@ -99,12 +109,13 @@ var disruptive = map[v1alpha1.StepName]string{
 }
 
 // awaitingApproval says whether a disruptive step waits for a person.
-func (p *pass) awaitingApproval(step v1alpha1.StepName) (string, string) {
+func (p *pass) awaitingApproval(step v1alpha1.StepName) *phase.Outcome {
 	what, ok := disruptive[step]
 	if !ok || !p.wr.Spec.RequireApproval || slices.Contains(p.wr.Spec.ApprovedSteps, step) {
-		return "", ""
+		return nil
 	}
-	return conditions.ReasonAwaitingApproval, fmt.Sprintf("waiting for approval (%s): add %s to spec.approvedSteps to go on", what, step)
+	o := phase.BlockedBy(conditions.ReasonAwaitingApproval, fmt.Sprintf("waiting for approval (%s): add %s to spec.approvedSteps to go on", what, step))
+	return &o
 }
 
 // dryRun computes every change the migration would make from the cluster as
@@ -113,22 +124,21 @@ func (p *pass) dryRun(ctx context.Context, inst *operatorv1.Installation, steps 
 	if ok, err := p.resolveTargets(ctx, inst); err != nil || !ok {
 		return err
 	}
-	s := &phase.Scope{Client: p.r.Client, Reader: p.r.APIReader, Installation: inst, Targets: targetsOf(p.wr.Status.Targets)}
-	return p.planOnly(ctx, s, v1alpha1.DirectionMigrate, steps)
+	return p.planOnly(ctx, p.input(inst, v1alpha1.DirectionMigrate), steps)
 }
 
 // planOnly writes into status.plan every change the steps would still make
 // toward direction dir, from the cluster as it is, and changes nothing: a dry
 // run holds at any moment, midway and for a rollback too.
-func (p *pass) planOnly(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction, steps []phase.Step) error {
+func (p *pass) planOnly(ctx context.Context, in phase.Input, steps []phase.Step) error {
 	var plan []v1alpha1.PlannedChange
 	for _, step := range steps {
-		changes, err := step.Plan(ctx, s, dir)
-		if err != nil {
+		if err := step.Read(ctx, p.readers(), in.Cluster); err != nil {
 			return fmt.Errorf("planning %s: %w", step.Name(), err)
 		}
-		plan = append(plan, changes...)
+		plan = append(plan, phase.Plan(step.Name(), step.Diff(in))...)
 	}
+	dir := in.Direction
 	if len(plan) > maxPlan {
 		plan = plan[:maxPlan]
 	}
@@ -216,55 +226,19 @@ func (p *pass) resolveTargets(ctx context.Context, inst *operatorv1.Installation
 	if t := p.wr.Status.Targets; t != nil && t.Generation == p.wr.Generation {
 		return true, nil
 	}
-	t := &v1alpha1.Targets{Generation: p.wr.Generation}
-	var sources []string
-
-	switch {
-	case len(p.wr.Spec.ServiceCIDRs) > 0:
-		for _, c := range p.wr.Spec.ServiceCIDRs {
-			t.ServiceCIDRs = append(t.ServiceCIDRs, string(c))
-		}
-		sources = append(sources, "serviceCIDRs from spec")
-	case len(inst.Spec.ServiceCIDRs) > 0:
-		t.ServiceCIDRs = slices.Clone(inst.Spec.ServiceCIDRs)
-		sources = append(sources, "serviceCIDRs already in the Installation")
-	default:
-		cidrs, source, err := detect.ServiceCIDRs(ctx, p.r.APIReader)
-		if err != nil {
-			if !errors.Is(err, detect.ErrNotFound) {
-				return false, err
-			}
-			p.stall(conditions.ReasonDetectionFailed, "cannot find the "+err.Error())
-			return false, nil
-		}
-		t.ServiceCIDRs = cidrs
-		sources = append(sources, "serviceCIDRs from "+source)
-	}
-
 	existing, err := calico.GetServicesEndpoint(ctx, p.r.Client)
 	if err != nil {
 		return false, err
 	}
-	switch {
-	case p.wr.Spec.APIServer != nil:
-		t.APIServerHost, t.APIServerPort = p.wr.Spec.APIServer.Host, strconv.Itoa(int(p.wr.Spec.APIServer.Port))
-		sources = append(sources, "API server from spec")
-	case existing != nil && existing.Data[calico.ServiceHostKey] != "" && existing.Data[calico.ServicePortKey] != "":
-		t.APIServerHost, t.APIServerPort = existing.Data[calico.ServiceHostKey], existing.Data[calico.ServicePortKey]
-		sources = append(sources, "API server already in kubernetes-services-endpoint")
-	default:
-		ep, err := detect.APIServer(ctx, p.r.APIReader)
-		if err != nil {
-			if !errors.Is(err, detect.ErrNotFound) {
-				return false, err
-			}
-			p.stall(conditions.ReasonDetectionFailed, "cannot find the "+err.Error())
-			return false, nil
-		}
-		t.APIServerHost, t.APIServerPort = ep.Host, ep.Port
-		sources = append(sources, "API server from "+ep.Source)
+	t, err := detect.Targets(ctx, p.r.APIReader, p.wr.Spec, inst, existing)
+	if errors.Is(err, detect.ErrNotFound) {
+		p.stall(conditions.ReasonDetectionFailed, "cannot find the "+err.Error())
+		return false, nil
 	}
-	t.Source = strings.Join(sources, "; ")
+	if err != nil {
+		return false, err
+	}
+	t.Generation = p.wr.Generation
 	p.wr.Status.Targets = t
 
 	if (detect.Endpoint{Host: t.APIServerHost}).IsAddress() {
@@ -292,7 +266,7 @@ func windowsNodesMessage(names []string) string {
 // originals before any change. The record is written before the first change
 // and wins: it outlives the WindowsReadiness, whose status may be lost (a
 // delete and re-apply) or stale (a restore from a backup).
-func (p *pass) ensureOriginals(ctx context.Context, s *phase.Scope, steps []phase.Step) error {
+func (p *pass) ensureOriginals(ctx context.Context, c *calico.Cluster, steps []phase.Step) error {
 	saved, err := record.Load(ctx, p.r.APIReader, p.r.Namespace)
 	if err != nil {
 		return err
@@ -317,19 +291,20 @@ func (p *pass) ensureOriginals(ctx context.Context, s *phase.Scope, steps []phas
 			return err
 		}
 	case saved == nil:
-		return p.recordOriginals(ctx, s, steps)
+		return p.recordOriginals(ctx, c, steps)
 	}
 	return nil
 }
 
 // recordOriginals records the values the migration will change into the
 // durable record first, then the status, before the first change.
-func (p *pass) recordOriginals(ctx context.Context, s *phase.Scope, steps []phase.Step) error {
+func (p *pass) recordOriginals(ctx context.Context, c *calico.Cluster, steps []phase.Step) error {
 	originals := &v1alpha1.Originals{RecordedAt: metav1.NewTime(p.r.Clock.Now().Truncate(time.Second))}
 	for _, step := range steps {
-		if err := step.Record(ctx, s, originals); err != nil {
+		if err := step.Read(ctx, p.readers(), c); err != nil {
 			return fmt.Errorf("recording originals of %s: %w", step.Name(), err)
 		}
+		step.Record(c, originals)
 	}
 	if err := record.Save(ctx, p.r.Client, p.r.Namespace, originals); err != nil {
 		return err

@@ -14,7 +14,6 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
-	"github.com/winready/winready/internal/gate"
 	"github.com/winready/winready/internal/phase"
 	"github.com/winready/winready/internal/record"
 )
@@ -60,20 +59,13 @@ func (p *pass) rollback(ctx context.Context, inst *operatorv1.Installation) (ctr
 
 	steps := slices.Clone(phase.Steps())
 	slices.Reverse(steps)
-	s := &phase.Scope{Client: p.r.Client, Reader: p.r.APIReader, Installation: inst,
-		Originals: p.wr.Status.Originals, Targets: targetsOf(p.wr.Status.Targets)}
+	in := p.input(inst, v1alpha1.DirectionRollback)
 	if p.wr.Spec.DryRun {
-		return ctrl.Result{}, p.planOnly(ctx, s, v1alpha1.DirectionRollback, steps)
+		return ctrl.Result{}, p.planOnly(ctx, in, steps)
 	}
 	p.wr.Status.Plan = nil
-	// The gate is in place before the first change of a rollback, so that no
-	// Windows node joins between the check and the change.
-	if err := gate.Ensure(ctx, p.r.Client, p.wr); err != nil {
-		return ctrl.Result{}, err
-	}
-	done, result, err := p.walk(ctx, s, v1alpha1.DirectionRollback, steps, p.rollbackBlocked)
-	if err != nil || !done {
-		return result, err
+	if o := p.walk(ctx, in, steps, p.rollbackBlocked); o.Kind != phase.Done {
+		return p.conclude(ctx, o)
 	}
 	// Every recorded value is back; a later migration records them afresh.
 	if err := record.Delete(ctx, p.r.Client, p.r.Namespace); err != nil {
@@ -89,24 +81,22 @@ func (p *pass) rollback(ctx context.Context, inst *operatorv1.Installation) (ctr
 // rollbackBlocked says why the next rollback change may not be made now. The
 // Windows nodes are looked at again before every change, so a node that joins
 // midway stops the rollback between two steps.
-func (p *pass) rollbackBlocked(ctx context.Context, step v1alpha1.StepName) (string, string, error) {
-	if p.wr.Spec.Paused {
-		return conditions.ReasonPaused, "paused before the next change; set spec.paused: false to continue", nil
-	}
-	if reason, why := p.awaitingApproval(step); reason != "" {
-		return reason, why, nil
+func (p *pass) rollbackBlocked(ctx context.Context, step v1alpha1.StepName) *phase.Outcome {
+	if o := p.heldBySpec(step); o != nil {
+		return o
 	}
 	// Read past the cache: a node that registered a moment ago counts.
 	nodes, err := windowsNodes(ctx, p.r.APIReader)
 	if err != nil {
-		return "", "", err
+		o := phase.FailedWith(err)
+		return &o
 	}
 	if len(nodes) > 0 {
 		msg := windowsNodesMessage(nodes) + "; the rollback stopped between two steps (see status.steps): " +
 			"set spec.direction: Migrate to finish the migration, or remove the Windows nodes to continue the rollback"
 		p.set(conditions.RollbackAllowed, metav1.ConditionFalse, conditions.ReasonWindowsNodesPresent, msg)
-		return conditions.ReasonWindowsNodesPresent, msg, nil
+		o := phase.BlockedBy(conditions.ReasonWindowsNodesPresent, msg)
+		return &o
 	}
-	reason, why := p.calicoBlocked(step, v1alpha1.DirectionRollback)
-	return reason, why, nil
+	return p.calicoBlocked(step, v1alpha1.DirectionRollback)
 }

@@ -21,78 +21,116 @@ import (
 	"github.com/winready/winready/internal/phase"
 )
 
-// walk runs the steps in order toward direction dir. Each step is observed
-// first; a step whose target the cluster does not hold yet is changed, unless
-// blocked says why not. It returns done when every step has settled.
-func (p *pass) walk(ctx context.Context, s *phase.Scope, dir v1alpha1.Direction, steps []phase.Step,
-	blocked func(ctx context.Context, step v1alpha1.StepName) (string, string, error)) (done bool, result ctrl.Result, err error) {
+// mayChange says why the next change of a step may not be made now; nil
+// when it may.
+type mayChange func(ctx context.Context, step v1alpha1.StepName) *phase.Outcome
+
+// walk runs the steps in order toward in.Direction. Each step reads the
+// cluster and lists its changes; a step with changes due makes them unless
+// allowed says why not. It returns where it stopped, or Finished when every
+// step has settled.
+func (p *pass) walk(ctx context.Context, in phase.Input, steps []phase.Step, allowed mayChange) phase.Outcome {
 	total := len(steps)
 	for i, step := range steps {
 		n := i + 1
-		if dir == v1alpha1.DirectionRollback {
+		if in.Direction == v1alpha1.DirectionRollback {
 			n = total - i
 		}
-		logger := log.FromContext(ctx).WithValues("step", step.Name(), "index", n, "direction", dir)
-		ctx := log.IntoContext(ctx, logger)
-		if untouched := dir == v1alpha1.DirectionRollback && p.step(step.Name()).State == v1alpha1.StepPending; untouched || p.finished(step.Name(), dir) {
-			// Calico applied this step before (or, in a rollback, the
-			// migration never got to it); later steps' changes make its
-			// TigeraStatus and rollouts move again, which is not this step's
-			// to wait for. Only the value itself is checked.
-			holds, err := step.Holds(ctx, s, dir)
-			if err != nil {
-				return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)
-			}
-			if holds {
-				p.finishStep(step.Name(), dir)
-				continue
-			}
+		logger := log.FromContext(ctx).WithValues("step", step.Name(), "index", n, "direction", in.Direction)
+		if o := p.walkStep(log.IntoContext(ctx, logger), in, step, allowed); o.Kind != phase.Done {
+			return o.At(step.Name(), n, total)
 		}
-		st, err := step.Observe(ctx, s, dir)
-		if err != nil {
-			return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)
+		p.finishStep(step.Name(), in.Direction)
+	}
+	return phase.Finished()
+}
+
+// walkStep takes one step as far as it goes in this reconcile.
+func (p *pass) walkStep(ctx context.Context, in phase.Input, step phase.Step, allowed mayChange) phase.Outcome {
+	name, dir := step.Name(), in.Direction
+	if err := step.Read(ctx, p.readers(), in.Cluster); err != nil {
+		return phase.FailedWith(fmt.Errorf("observing step %s: %w", name, err))
+	}
+	changes := step.Diff(in)
+	rec := p.step(name)
+	if untouched := dir == v1alpha1.DirectionRollback && rec.State == v1alpha1.StepPending; untouched || p.finished(name, dir) {
+		// Calico applied this step before (or, in a rollback, the migration
+		// never got to it); later steps' changes make its TigeraStatus and
+		// rollouts move again, which is not this step's to wait for. Only
+		// the value itself is checked.
+		if len(changes) == 0 {
+			return phase.Finished()
 		}
-		if !st.Holds && p.finished(step.Name(), dir) && p.step(step.Name()).Changed && p.step(step.Name()).Target == p.targetDigest(step.Name(), dir) {
+		if p.finished(name, dir) && rec.Changed && rec.Target == p.targetDigest(name, dir) {
 			// Someone put back the value this step had changed; a spec edit
 			// that moved the target is not a revert.
-			if stalled, err := p.reverted(ctx, s, step, dir); err != nil || stalled {
-				return false, ctrl.Result{}, err
+			if o := p.reverted(ctx, name, changes); o != nil {
+				return *o
 			}
 		}
-		if !st.Holds {
-			reason, why, err := blocked(ctx, step.Name())
-			if err != nil {
-				return false, ctrl.Result{}, err
-			}
-			if reason != "" {
-				p.blockedAt(step.Name(), n, total, reason, why)
-				return false, ctrl.Result{}, nil
-			}
-			p.startStep(step.Name(), dir)
-			logger.Info("changing the cluster")
-			if err := step.Change(ctx, s, dir); err != nil {
-				return false, ctrl.Result{}, fmt.Errorf("step %s: %w", step.Name(), err)
-			}
-			p.markChanged(step.Name())
-			if st, err = step.Observe(ctx, s, dir); err != nil {
-				return false, ctrl.Result{}, fmt.Errorf("observing step %s: %w", step.Name(), err)
-			}
-		}
-		if !st.Settled {
-			p.startStep(step.Name(), dir)
-			if !st.Holds {
-				// The cache has not seen the write yet, or someone changed the
-				// object in between: look again soon.
-				msg := fmt.Sprintf("step %d/%d (%s): waiting for the change to show", n, total, step.Name())
-				p.wait(ctx, step.Name(), msg)
-				return false, ctrl.Result{RequeueAfter: p.r.guardRetry()}, nil
-			}
-			msg := fmt.Sprintf("step %d/%d (%s): waiting for %s", n, total, step.Name(), st.Waiting)
-			return false, p.wait(ctx, step.Name(), msg), nil
-		}
-		p.finishStep(step.Name(), dir)
 	}
-	return true, ctrl.Result{}, nil
+	if due := calico.Due(changes); len(due) > 0 {
+		if o := allowed(ctx, name); o != nil {
+			return *o
+		}
+		if o := p.change(ctx, in, step, due); o != nil {
+			return *o
+		}
+	}
+	if ok, why := step.Settled(in); !ok {
+		p.startStep(name, dir)
+		return phase.WaitingFor(why)
+	}
+	return phase.Finished()
+}
+
+// change makes the changes that are due and reads the step again; it returns
+// an outcome when the step cannot go on in this reconcile.
+func (p *pass) change(ctx context.Context, in phase.Input, step phase.Step, due []calico.Change) *phase.Outcome {
+	name := step.Name()
+	p.startStep(name, in.Direction)
+	log.FromContext(ctx).Info("changing the cluster", "changes", len(due))
+	if err := calico.Apply(ctx, p.r.Client, in.Cluster, due); err != nil {
+		o := phase.FailedWith(fmt.Errorf("step %s: %w", name, err))
+		return &o
+	}
+	p.markChanged(name)
+	if err := step.Read(ctx, p.readers(), in.Cluster); err != nil {
+		o := phase.FailedWith(fmt.Errorf("observing step %s: %w", name, err))
+		return &o
+	}
+	if len(calico.Due(step.Diff(in))) > 0 {
+		// The cache has not seen the write yet, or someone changed the
+		// object in between: look again soon.
+		o := phase.WaitingFor("the change to show")
+		o.Unseen = true
+		return &o
+	}
+	return nil
+}
+
+func (p *pass) readers() phase.Readers {
+	return phase.Readers{Cache: p.r.Client, API: p.r.APIReader}
+}
+
+// conclude turns where a walk stopped into conditions, Events and when to
+// look again. It is the one place that decides between waiting, holding and
+// stalling, by the conditions catalogue.
+func (p *pass) conclude(ctx context.Context, o phase.Outcome) (ctrl.Result, error) {
+	switch o.Kind {
+	case phase.Failed:
+		return ctrl.Result{}, o.Err
+	case phase.Waiting:
+		msg := fmt.Sprintf("step %d/%d (%s): waiting for %s", o.Index, o.Total, o.Step, o.Message)
+		result := p.wait(ctx, o.Step, msg)
+		if o.Unseen {
+			result = ctrl.Result{RequeueAfter: p.r.guardRetry()}
+		}
+		return result, nil
+	case phase.Blocked:
+		p.blockedAt(o)
+	}
+	return ctrl.Result{}, nil
 }
 
 // wait reports a step waiting for Calico and stalls it once it has waited
@@ -128,20 +166,25 @@ func (p *pass) alreadyStalled(reason string) bool {
 }
 
 // blockedAt reports a step that needs to change the cluster but may not.
-func (p *pass) blockedAt(name v1alpha1.StepName, n, total int, reason, why string) {
-	msg := fmt.Sprintf("step %d/%d (%s): %s", n, total, name, why)
-	switch reason {
-	case conditions.ReasonPaused, conditions.ReasonAwaitingApproval:
-		p.set(conditions.Stalled, metav1.ConditionFalse, reason, "")
-		p.set(conditions.Reconciling, metav1.ConditionTrue, reason, msg)
-		p.set(conditions.Ready, metav1.ConditionFalse, reason, msg)
-		p.wr.Status.Message = msg
-	case conditions.ReasonCalicoDegraded:
+func (p *pass) blockedAt(o phase.Outcome) {
+	msg := fmt.Sprintf("step %d/%d (%s): %s", o.Index, o.Total, o.Step, o.Message)
+	switch conditions.EffectOf(o.Reason) {
+	case conditions.Holds:
+		p.hold(o.Reason, msg)
+	case conditions.Waits:
 		// Calico recovering by itself resumes the migration: not a stall.
-		p.progress(reason, msg)
+		p.progress(o.Reason, msg)
 	default:
-		p.stall(reason, msg)
+		p.stall(o.Reason, msg)
 	}
+}
+
+// hold records that the spec asked winready to wait before the next change.
+func (p *pass) hold(reason, msg string) {
+	p.set(conditions.Stalled, metav1.ConditionFalse, reason, "")
+	p.set(conditions.Reconciling, metav1.ConditionTrue, reason, msg)
+	p.set(conditions.Ready, metav1.ConditionFalse, reason, msg)
+	p.wr.Status.Message = msg
 }
 
 // step returns the status record of a step, adding it when missing.
@@ -224,11 +267,11 @@ func stateVerb(dir v1alpha1.Direction) string {
 // through winready: a rollback, or a re-run of that step toward a corrected
 // target, goes ahead (and says so). It decides on the health read once per
 // pass by observeCalicoHealth.
-func (p *pass) calicoBlocked(step v1alpha1.StepName, dir v1alpha1.Direction) (string, string) {
+func (p *pass) calicoBlocked(step v1alpha1.StepName, dir v1alpha1.Direction) *phase.Outcome {
 	h := p.degraded
 	if h == nil {
 		p.set(conditions.CalicoHealthy, metav1.ConditionTrue, conditions.ReasonCalicoHealthy, "no TigeraStatus is Degraded")
-		return "", ""
+		return nil
 	}
 	msg := fmt.Sprintf("TigeraStatus %s is Degraded (%s); no change is made until it recovers", h.Name, h.Message)
 	if last := p.lastChange(); last != nil && !h.DegradedSince.IsZero() && !h.DegradedSince.Before(last.StartedAt.Time) {
@@ -236,20 +279,22 @@ func (p *pass) calicoBlocked(step v1alpha1.StepName, dir v1alpha1.Direction) (st
 		case dir == v1alpha1.DirectionRollback:
 			p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, fmt.Sprintf(
 				"TigeraStatus %s is Degraded (%s) since winready changed step %s: the rollback goes on to undo it", h.Name, h.Message, last.Name))
-			return "", ""
+			return nil
 		case step == last.Name:
 			p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, fmt.Sprintf(
 				"TigeraStatus %s is Degraded (%s) since winready changed step %s: re-running it toward the corrected target", h.Name, h.Message, last.Name))
-			return "", ""
+			return nil
 		}
 		msg = fmt.Sprintf("TigeraStatus %s is Degraded (%s) since winready changed step %s; set spec.direction: Rollback to undo it, "+
 			"or correct the spec so that step %s runs again", h.Name, h.Message, last.Name, last.Name)
 	}
 	p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, msg)
 	if p.degradedTooLong(*h) {
-		return conditions.ReasonStepTimeout, msg + fmt.Sprintf("; Degraded for longer than the step deadline %s", p.stepDeadline())
+		o := phase.BlockedBy(conditions.ReasonStepTimeout, msg+fmt.Sprintf("; Degraded for longer than the step deadline %s", p.stepDeadline()))
+		return &o
 	}
-	return conditions.ReasonCalicoDegraded, msg
+	o := phase.BlockedBy(conditions.ReasonCalicoDegraded, msg)
+	return &o
 }
 
 // lastChange is the step winready changed most recently, nil when none.

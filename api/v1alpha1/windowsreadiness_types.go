@@ -279,6 +279,10 @@ const (
 	PhaseStalled          Phase = "Stalled"
 )
 
+// Phases lists every phase, in the order of the enum above.
+var Phases = []Phase{PhasePending, PhasePreflight, PhasePlanned, PhaseMigrating, PhaseAwaitingApproval,
+	PhaseReady, PhaseRollingBack, PhaseRolledBack, PhasePaused, PhaseStalled}
+
 // StepName names one step of the migration.
 // +kubebuilder:validation:Enum=StrictAffinity;Encapsulation;BGP;ServicesEndpoint;ServiceCIDRs;WindowsDataplane
 type StepName string

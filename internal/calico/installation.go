@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -104,23 +106,42 @@ func (p *Patch) Apply(ctx context.Context, c client.Client, inst *operatorv1.Ins
 	switch {
 	case err == nil:
 		return nil
-	case apierrors.IsConflict(err), apierrors.IsInvalid(err) && strings.Contains(err.Error(), "test"),
-		isTestFailure(err):
-		return fmt.Errorf("%w: %v", ErrGuardFailed, err)
 	default:
-		return fmt.Errorf("patching installation: %w", err)
+		return classifyPatchError(err)
 	}
 }
 
-// isTestFailure recognises the apiserver's answer to a failed "test"
-// operation (422 with the JSON patch library's message).
+// classifyPatchError tells a guard that did not hold (a conflict, or a failed
+// test operation) from any other refusal, which is a real error: an
+// Installation the Tigera operator's validation rejects must not be retried
+// as a lost race.
+func classifyPatchError(err error) error {
+	if apierrors.IsConflict(err) || isTestFailure(err) {
+		return fmt.Errorf("%w: %v", ErrGuardFailed, err)
+	}
+	return fmt.Errorf("patching installation: %w", err)
+}
+
+// isTestFailure recognises the apiserver's answer to a JSON patch that does
+// not apply to the object as it is now: a failed "test" operation, or a path
+// that is gone. The apiserver answers 422 Invalid with a generic message and
+// no field causes (the JSON patch library's own message, "testing value ...
+// failed", is dropped on the way); a rejection by validation also answers 422
+// Invalid, but names the fields at fault in its causes.
 func isTestFailure(err error) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		return false
 	}
-	msg := status.Status().Message
-	return status.Status().Code == 422 && (strings.Contains(msg, "testing value") || strings.Contains(msg, "test operation"))
+	st := status.Status()
+	if st.Code != http.StatusUnprocessableEntity {
+		return false
+	}
+	if strings.Contains(st.Message, "testing value") {
+		return true
+	}
+	return st.Reason == metav1.StatusReasonInvalid && (st.Details == nil || len(st.Details.Causes) == 0) &&
+		strings.HasPrefix(st.Message, "the server rejected our request due to an error in our request")
 }
 
 func isAbsent(v any) bool {
@@ -198,7 +219,12 @@ const (
 	PathWindowsDataplane = "/spec/calicoNetwork/windowsDataplane"
 	PathServiceCIDRs     = "/spec/serviceCIDRs"
 	PathWindowsNodes     = "/spec/windowsNodes"
+	// PathStrictAffinity is the IPAM configuration's field.
+	PathStrictAffinity = "/spec/strictAffinity"
 )
+
+// DataPointer is the JSON pointer of a ConfigMap key.
+func DataPointer(key string) string { return "/data/" + key }
 
 // PoolPath is the JSON pointer of a field of the i-th Installation pool.
 func PoolPath(i int, field string) string {

@@ -64,6 +64,46 @@ const (
 	ReasonRestoredRecord    = "RestoredFromRecord"
 )
 
+// Effect is what a reason means for the migration when a step stops on it.
+type Effect int
+
+const (
+	// Informs: the reason describes a state; a step never stops on it.
+	Informs Effect = iota
+	// Waits: the step goes on by itself once the cluster catches up.
+	Waits
+	// Holds: the spec asked winready to wait (paused, approval); no person
+	// is needed beyond the one who asked.
+	Holds
+	// Stalls: a person is needed; nothing more happens until the spec or a
+	// watched object changes.
+	Stalls
+)
+
+// catalogue says for every reason what it means. A reason missing here is a
+// stall, and the package's tests fail on it.
+var catalogue = map[string]Effect{
+	ReasonProgressing: Waits, ReasonWaiting: Waits, ReasonRetrying: Waits, ReasonCalicoDegraded: Waits,
+	ReasonRollingBack: Waits,
+	ReasonPaused:      Holds, ReasonAwaitingApproval: Holds, ReasonDryRun: Holds,
+	ReasonConflictingManager: Stalls, ReasonPreflightFailed: Stalls, ReasonNetworkProbeFailed: Stalls,
+	ReasonInstallationNotFound: Stalls, ReasonCalicoAPIUnavailable: Stalls, ReasonStepTimeout: Stalls,
+	ReasonDetectionFailed: Stalls, ReasonWindowsNodesPresent: Stalls,
+	ReasonMigrated: Informs, ReasonRolledBack: Informs, ReasonNothingToRollBack: Informs,
+	ReasonPreflightPassed: Informs, ReasonPreflightWarnings: Informs, ReasonCalicoHealthy: Informs,
+	ReasonNoWindowsNodes: Informs, ReasonAddress: Informs, ReasonHostname: Informs,
+	ReasonOriginalsMismatch: Informs, ReasonRecorded: Informs, ReasonRestoredRecord: Informs,
+}
+
+// EffectOf is what a reason means; an unknown reason stalls, so that a
+// person looks rather than winready going on.
+func EffectOf(reason string) Effect {
+	if e, ok := catalogue[reason]; ok {
+		return e
+	}
+	return Stalls
+}
+
 // Set sets a condition at the object's generation.
 func Set(wr *v1alpha1.WindowsReadiness, typ string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&wr.Status.Conditions, metav1.Condition{

@@ -32,14 +32,9 @@ var (
 	}, []string{"reason"})
 )
 
-var phases = []v1alpha1.Phase{
-	v1alpha1.PhasePending, v1alpha1.PhasePreflight, v1alpha1.PhaseMigrating, v1alpha1.PhaseReady,
-	v1alpha1.PhaseRollingBack, v1alpha1.PhaseRolledBack, v1alpha1.PhasePaused, v1alpha1.PhaseStalled,
-}
-
 // RecordStatus sets the gauges from a WindowsReadiness's status.
 func RecordStatus(wr *v1alpha1.WindowsReadiness) {
-	for _, p := range phases {
+	for _, p := range v1alpha1.Phases {
 		v := 0.0
 		if p == wr.Status.Phase {
 			v = 1

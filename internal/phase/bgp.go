@@ -17,51 +17,43 @@ type BGP struct{}
 
 func (BGP) Name() v1alpha1.StepName { return v1alpha1.StepBGP }
 
-func (BGP) Record(_ context.Context, s *Scope, o *v1alpha1.Originals) error {
-	o.BGP = original(calico.BGP(s.Installation))
-	return nil
+func (BGP) Read(ctx context.Context, r Readers, c *calico.Cluster) error {
+	if err := readNode(ctx, r, c); err != nil {
+		return err
+	}
+	return readHealth(ctx, r, c, calico.StatusCalico)
 }
 
-func (BGP) target(s *Scope, dir v1alpha1.Direction) *string {
-	if dir == v1alpha1.DirectionRollback {
-		return value(s.Originals.BGP)
-	}
-	disabled := string(operatorv1.BGPDisabled)
-	return &disabled
+func (BGP) Record(c *calico.Cluster, o *v1alpha1.Originals) {
+	o.BGP = original(calico.OfString(calico.BGP(c.Installation)))
 }
 
-func (b BGP) Holds(_ context.Context, s *Scope, dir v1alpha1.Direction) (bool, error) {
-	return sameValue(calico.BGP(s.Installation), b.target(s, dir)), nil
+func (BGP) target(in Input) calico.Value {
+	if in.rollback() {
+		return value(in.Originals.BGP)
+	}
+	return calico.Of(string(operatorv1.BGPDisabled))
 }
 
-func (b BGP) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
-	want := b.target(s, dir)
-	if ok, _ := b.Holds(ctx, s, dir); !ok {
-		return notHeld(), nil
-	}
-	ds, err := calico.ReadDaemonSet(ctx, s.Client, calico.NodeDaemonSet)
-	if err != nil {
-		return State{}, err
-	}
+func (b BGP) Diff(in Input) []calico.Change {
+	return calico.FieldChange(calico.ObjectInstallation, calico.PathBGP,
+		calico.OfString(calico.BGP(in.Cluster.Installation)), b.target(in))
+}
+
+func (b BGP) Settled(in Input) (bool, string) {
+	ds := in.Cluster.Node
 	if ds == nil {
-		return waiting("DaemonSet calico-system/calico-node to exist"), nil
+		return false, "DaemonSet calico-system/calico-node to exist"
 	}
 	backend, _ := calico.ContainerEnv(ds, calico.NodeContainer, calico.NetworkingBackendEnv)
-	if wantVXLAN := calico.Deref(want) == string(operatorv1.BGPDisabled); (backend == calico.BackendVXLAN) != wantVXLAN {
-		return waiting(fmt.Sprintf("the Tigera operator to render calico-node with %s=%s (is %q)",
-			calico.NetworkingBackendEnv, backendFor(wantVXLAN), backend)), nil
+	if wantVXLAN := b.target(in).V == string(operatorv1.BGPDisabled); (backend == calico.BackendVXLAN) != wantVXLAN {
+		return false, fmt.Sprintf("the Tigera operator to render calico-node with %s=%s (is %q)",
+			calico.NetworkingBackendEnv, backendFor(wantVXLAN), backend)
 	}
 	if ok, why := calico.RolloutDone(ds); !ok {
-		return waiting(why), nil
+		return false, why
 	}
-	return settledAt(ctx, s, calico.StatusCalico)
-}
-
-func (b BGP) Change(ctx context.Context, s *Scope, dir v1alpha1.Direction) error {
-	p := &calico.Patch{}
-	calico.EnsureCalicoNetwork(p, s.Installation)
-	setOrUnset(p, calico.PathBGP, calico.BGP(s.Installation), b.target(s, dir))
-	return p.Apply(ctx, s.Client, s.Installation)
+	return in.Cluster.SettledAt(calico.StatusCalico)
 }
 
 func backendFor(vxlan bool) string {
@@ -69,48 +61,4 @@ func backendFor(vxlan bool) string {
 		return calico.BackendVXLAN
 	}
 	return "bird"
-}
-
-// original records a scalar field, absent included.
-func original(v *string) v1alpha1.OriginalValue {
-	if v == nil {
-		return v1alpha1.OriginalValue{}
-	}
-	return v1alpha1.OriginalValue{Present: true, Value: *v}
-}
-
-// value is the field an OriginalValue describes; nil when it was absent.
-func value(o v1alpha1.OriginalValue) *string {
-	if !o.Present {
-		return nil
-	}
-	v := o.Value
-	return &v
-}
-
-func sameValue(a, b *string) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return *a == *b
-}
-
-// setOrUnset adds to p the change of the field at path from current to want.
-func setOrUnset(p *calico.Patch, path string, current, want *string) {
-	if sameValue(current, want) {
-		return
-	}
-	var old any
-	if current != nil {
-		old = *current
-	}
-	if want == nil {
-		p.Unset(path, old)
-		return
-	}
-	p.Set(path, old, *want)
-}
-
-func (b BGP) Plan(_ context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error) {
-	return fieldChange(v1alpha1.StepBGP, "spec.calicoNetwork.bgp", calico.BGP(s.Installation), b.target(s, dir)), nil
 }

@@ -1,33 +1,30 @@
-// Package phase knows what each step of the migration changes: how to record
-// the value it will replace, how to see that the cluster already holds the
-// step's target, how to move it there, and what to wait for afterwards. The
-// same steps run forward to migrate and backward to roll back; the cluster is
-// always looked at first, so a step never trusts a stored phase alone.
+// Package phase knows what each step of the migration changes. Each step
+// reads what it decides from once per reconcile, and one pure function, Diff,
+// turns what it read, the originals, the targets and the direction into a
+// typed list of changes. Everything else is a rendering of that list: the
+// cluster holds the target when it is empty, the plan shows it, internal/calico
+// writes it as guarded patches, and the conflict check and the YAML to commit
+// walk its pointers. The same steps run forward to migrate and backward to
+// roll back; the cluster is always looked at first, so a step never trusts a
+// stored phase alone.
 package phase
 
 import (
 	"context"
 
-	operatorv1 "github.com/tigera/operator/api/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
 )
 
-// Scope is what the steps share within one reconcile.
-type Scope struct {
-	// Client writes, and reads objects served from the manager's cache.
-	Client client.Client
-	// Reader reads directly from the API server objects winready does not
+// Readers are where the steps read from.
+type Readers struct {
+	// Cache reads objects the manager caches.
+	Cache client.Reader
+	// API reads directly from the API server the objects winready does not
 	// cache (IPAM configuration, IP pools).
-	Reader client.Reader
-	// Installation is the Tigera operator's Installation, updated with the
-	// server's answer after every patch.
-	Installation *operatorv1.Installation
-	// Originals are the values recorded before the first change.
-	Originals *v1alpha1.Originals
-	// Targets are the values the forward path writes.
-	Targets Targets
+	API client.Reader
 }
 
 // Targets are the detected or overridden values the migration writes.
@@ -37,52 +34,35 @@ type Targets struct {
 	Port         string
 }
 
-// State is what a step observes of the cluster.
-type State struct {
-	// Holds is true when the cluster holds the step's target.
-	Holds bool
-	// Settled is true when Calico has applied it everywhere.
-	Settled bool
-	// Waiting says what the step waits for while it is not settled.
-	Waiting string
+// Input is everything a step's decision depends on.
+type Input struct {
+	// Cluster is the cluster as read in this reconcile.
+	Cluster *calico.Cluster
+	// Originals are the values recorded before the first change.
+	Originals *v1alpha1.Originals
+	// Targets are the values the forward path writes.
+	Targets Targets
+	// Direction is Migrate or Rollback.
+	Direction v1alpha1.Direction
 }
+
+func (in Input) rollback() bool { return in.Direction == v1alpha1.DirectionRollback }
 
 // Step is one step of the migration.
 type Step interface {
 	Name() v1alpha1.StepName
+	// Read reads into c what the step decides from.
+	Read(ctx context.Context, r Readers, c *calico.Cluster) error
 	// Record writes into o the values this step will change.
-	Record(ctx context.Context, s *Scope, o *v1alpha1.Originals) error
-	// Observe looks at the cluster for the target of direction dir: the
-	// Windows-ready value when migrating, the original when rolling back.
-	Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error)
-	// Holds is the first half of Observe: whether the cluster holds the
-	// target, without asking whether Calico has applied it.
-	Holds(ctx context.Context, s *Scope, dir v1alpha1.Direction) (bool, error)
-	// Change makes one guarded write toward the target.
-	Change(ctx context.Context, s *Scope, dir v1alpha1.Direction) error
-	// Plan describes the changes Change would make now.
-	Plan(ctx context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error)
-}
-
-// Absent stands for a field or object that does not exist, in plans.
-const Absent = "<absent>"
-
-// Installation is how plans name the Installation.
-const installationObject = "Installation default"
-
-func show(v *string) string {
-	if v == nil {
-		return Absent
-	}
-	return *v
-}
-
-// fieldChange plans the change of one Installation field.
-func fieldChange(step v1alpha1.StepName, field string, current, want *string) []v1alpha1.PlannedChange {
-	if sameValue(current, want) {
-		return nil
-	}
-	return []v1alpha1.PlannedChange{{Step: step, Object: installationObject, Field: field, Before: show(current), After: show(want)}}
+	Record(c *calico.Cluster, o *v1alpha1.Originals)
+	// Diff lists every change that takes the cluster to the step's target
+	// for the direction: the Windows-ready value when migrating, the
+	// original when rolling back. The cluster holds the target when there
+	// is none.
+	Diff(in Input) []calico.Change
+	// Settled says, once the cluster holds the target, whether Calico has
+	// applied it everywhere, and what it waits for if not.
+	Settled(in Input) (bool, string)
 }
 
 // Steps is the migration in order. The Tigera operator rejects
@@ -100,8 +80,50 @@ func Steps() []Step {
 	}
 }
 
-func done() State { return State{Holds: true, Settled: true} }
+// Plan renders the changes of a step as the status shows them.
+func Plan(step v1alpha1.StepName, changes []calico.Change) []v1alpha1.PlannedChange {
+	out := make([]v1alpha1.PlannedChange, 0, len(changes))
+	for _, c := range changes {
+		out = append(out, v1alpha1.PlannedChange{Step: step, Object: string(c.Object), Field: c.Field(),
+			Before: c.Before(), After: c.After()})
+	}
+	return out
+}
 
-func waiting(msg string) State { return State{Holds: true, Waiting: msg} }
+// readHealth reads the named TigeraStatuses into c.
+func readHealth(ctx context.Context, r Readers, c *calico.Cluster, names ...string) error {
+	if c.Health == nil {
+		c.Health = map[string]calico.Health{}
+	}
+	for _, name := range names {
+		h, err := calico.ReadHealth(ctx, r.Cache, name)
+		if err != nil {
+			return err
+		}
+		c.Health[name] = h
+	}
+	return nil
+}
 
-func notHeld() State { return State{} }
+// readNode reads the calico-node DaemonSet into c.
+func readNode(ctx context.Context, r Readers, c *calico.Cluster) (err error) {
+	c.Node, err = calico.ReadDaemonSet(ctx, r.Cache, calico.NodeDaemonSet)
+	return err
+}
+
+// original records a scalar field, absent included.
+func original(v calico.Value) v1alpha1.OriginalValue {
+	if !v.Present {
+		return v1alpha1.OriginalValue{}
+	}
+	s, _ := v.V.(string)
+	return v1alpha1.OriginalValue{Present: true, Value: s}
+}
+
+// value is the field an OriginalValue describes.
+func value(o v1alpha1.OriginalValue) calico.Value {
+	if !o.Present {
+		return calico.Value{}
+	}
+	return calico.Of(o.Value)
+}

@@ -6,7 +6,6 @@ import (
 	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -28,24 +27,26 @@ type ServicesEndpoint struct{}
 
 func (ServicesEndpoint) Name() v1alpha1.StepName { return v1alpha1.StepServicesEndpoint }
 
-func (ServicesEndpoint) Record(ctx context.Context, s *Scope, o *v1alpha1.Originals) error {
-	cm, err := calico.GetServicesEndpoint(ctx, s.Client)
-	if err != nil {
+func (ServicesEndpoint) Read(ctx context.Context, r Readers, c *calico.Cluster) (err error) {
+	if c.ServicesEndpoint, err = calico.GetServicesEndpoint(ctx, r.Cache); err != nil {
 		return err
 	}
+	if err := readNode(ctx, r, c); err != nil {
+		return err
+	}
+	return readHealth(ctx, r, c, calico.StatusCalico)
+}
+
+func (ServicesEndpoint) Record(c *calico.Cluster, o *v1alpha1.Originals) {
+	cm := c.ServicesEndpoint
 	o.ServicesEndpoint = v1alpha1.OriginalConfigMap{Present: cm != nil}
 	if cm != nil {
 		o.ServicesEndpoint.Data = maps.Clone(cm.Data)
 	}
-	ds, err := calico.ReadDaemonSet(ctx, s.Client, calico.NodeDaemonSet)
-	if err != nil {
-		return err
-	}
-	if ds != nil {
-		env := nodeEnv(ds)
+	if c.Node != nil {
+		env := nodeEnv(c.Node)
 		o.ServicesEndpoint.NodeEnv = &env
 	}
-	return nil
 }
 
 // nodeEnv is the API server address calico-node's template carries.
@@ -58,9 +59,9 @@ func nodeEnv(ds *appsv1.DaemonSet) v1alpha1.ServiceEndpointEnv {
 // endpointTarget is where the ConfigMap must be now and what calico-node must
 // then run with.
 type endpointTarget struct {
-	// present and data are the ConfigMap to reach.
-	present bool
-	data    map[string]string
+	// present, host and port are the ConfigMap to reach ("" is absent).
+	present    bool
+	host, port string
 	// env is what calico-node must run with; nil when the operator's own
 	// address is not known (records made before NodeEnv existed).
 	env *v1alpha1.ServiceEndpointEnv
@@ -69,142 +70,81 @@ type endpointTarget struct {
 	handover bool
 }
 
-// target is the next ConfigMap state toward direction dir, given what the
-// cluster shows now (cm and ds may be nil).
-func (ServicesEndpoint) target(s *Scope, dir v1alpha1.Direction, cm *corev1.ConfigMap, ds *appsv1.DaemonSet) endpointTarget {
-	if dir != v1alpha1.DirectionRollback {
-		data := map[string]string{calico.ServiceHostKey: s.Targets.Host, calico.ServicePortKey: s.Targets.Port}
-		return endpointTarget{present: true, data: data, env: &v1alpha1.ServiceEndpointEnv{Host: s.Targets.Host, Port: s.Targets.Port}}
+// target is the next ConfigMap state toward the direction, given what the
+// cluster shows now.
+func (ServicesEndpoint) target(in Input) endpointTarget {
+	if !in.rollback() {
+		env := v1alpha1.ServiceEndpointEnv{Host: in.Targets.Host, Port: in.Targets.Port}
+		return endpointTarget{present: true, host: env.Host, port: env.Port, env: &env}
 	}
-	o := s.Originals.ServicesEndpoint
+	o := in.Originals.ServicesEndpoint
 	if o.Present {
-		data := map[string]string{calico.ServiceHostKey: o.Data[calico.ServiceHostKey], calico.ServicePortKey: o.Data[calico.ServicePortKey]}
-		return endpointTarget{present: true, data: data, env: o.NodeEnv}
+		return endpointTarget{present: true, host: o.Data[calico.ServiceHostKey], port: o.Data[calico.ServicePortKey], env: o.NodeEnv}
 	}
 	if o.NodeEnv == nil {
 		return endpointTarget{}
 	}
 	// The ConfigMap did not exist: hand the operator the old address first.
-	handover := endpointTarget{present: true, handover: true, env: o.NodeEnv,
-		data: map[string]string{calico.ServiceHostKey: o.NodeEnv.Host, calico.ServicePortKey: o.NodeEnv.Port}}
+	handover := endpointTarget{present: true, handover: true, env: o.NodeEnv, host: o.NodeEnv.Host, port: o.NodeEnv.Port}
+	cm, ds := in.Cluster.ServicesEndpoint, in.Cluster.Node
 	if ds == nil || nodeEnv(ds) != *o.NodeEnv {
 		return handover
 	}
-	if done, _ := calico.RolloutDone(ds); cm != nil && (!done || !sameData(cm, handover.data)) {
+	if done, _ := calico.RolloutDone(ds); cm != nil &&
+		(!done || cm.Data[calico.ServiceHostKey] != handover.host || cm.Data[calico.ServicePortKey] != handover.port) {
 		return handover
 	}
 	return endpointTarget{env: o.NodeEnv}
 }
 
-// sameData reports whether the ConfigMap holds exactly want for its two keys
-// ("" meaning absent).
-func sameData(cm *corev1.ConfigMap, want map[string]string) bool {
-	for k, v := range want {
-		if cm.Data[k] != v {
-			return false
+func (e ServicesEndpoint) Diff(in Input) []calico.Change {
+	t, cm := e.target(in), in.Cluster.ServicesEndpoint
+	if !t.present {
+		if cm == nil {
+			return nil
 		}
+		return []calico.Change{{Object: calico.ObjectServicesEndpoint, Old: calico.Of(nil)}}
 	}
-	return true
-}
-
-// read reads the ConfigMap and calico-node.
-func (ServicesEndpoint) read(ctx context.Context, s *Scope) (*corev1.ConfigMap, *appsv1.DaemonSet, error) {
-	cm, err := calico.GetServicesEndpoint(ctx, s.Client)
-	if err != nil {
-		return nil, nil, err
+	var changes []calico.Change
+	for _, kv := range [][2]string{{calico.ServiceHostKey, t.host}, {calico.ServicePortKey, t.port}} {
+		old := calico.Value{}
+		if cm != nil {
+			if v, ok := cm.Data[kv[0]]; ok {
+				old = calico.Of(v)
+			}
+		}
+		changes = append(changes, calico.FieldChange(calico.ObjectServicesEndpoint, calico.DataPointer(kv[0]), old, nonEmpty(kv[1]))...)
 	}
-	ds, err := calico.ReadDaemonSet(ctx, s.Client, calico.NodeDaemonSet)
-	return cm, ds, err
-}
-
-func holds(cm *corev1.ConfigMap, t endpointTarget) bool {
-	if (cm != nil) != t.present {
-		return false
-	}
-	return cm == nil || sameData(cm, t.data)
-}
-
-func (e ServicesEndpoint) Holds(ctx context.Context, s *Scope, dir v1alpha1.Direction) (bool, error) {
-	cm, ds, err := e.read(ctx, s)
-	if err != nil {
-		return false, err
-	}
-	t := e.target(s, dir, cm, ds)
 	if t.handover {
-		// Half way: the step is not where it is going.
-		return false, nil
+		changes = append(changes, calico.Change{Object: calico.ObjectServicesEndpoint, Old: calico.Of(nil),
+			Later: "once calico-node runs with the address it had before"})
 	}
-	return holds(cm, t), nil
+	return changes
 }
 
-func (e ServicesEndpoint) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
-	cm, ds, err := e.read(ctx, s)
-	if err != nil {
-		return State{}, err
+func nonEmpty(s string) calico.Value {
+	if s == "" {
+		return calico.Value{}
 	}
-	t := e.target(s, dir, cm, ds)
-	if !holds(cm, t) {
-		return notHeld(), nil
-	}
+	return calico.Of(s)
+}
+
+func (e ServicesEndpoint) Settled(in Input) (bool, string) {
+	t, ds := e.target(in), in.Cluster.Node
 	if ds == nil {
-		return waiting("DaemonSet calico-system/calico-node to exist"), nil
+		return false, "DaemonSet calico-system/calico-node to exist"
 	}
 	if t.env != nil {
 		if got := nodeEnv(ds); got != *t.env {
-			why := fmt.Sprintf("the Tigera operator to render calico-node with %s=%q %s=%q (is %q %q)",
+			return false, fmt.Sprintf("the Tigera operator to render calico-node with %s=%q %s=%q (is %q %q)",
 				calico.ServiceHostKey, t.env.Host, calico.ServicePortKey, t.env.Port, got.Host, got.Port)
-			return waiting(why), nil
 		}
 	}
 	if ok, why := calico.RolloutDone(ds); !ok {
-		return waiting(why), nil
-	}
-	return settledAt(ctx, s, calico.StatusCalico)
-}
-
-func (e ServicesEndpoint) Change(ctx context.Context, s *Scope, dir v1alpha1.Direction) error {
-	cm, ds, err := e.read(ctx, s)
-	if err != nil {
-		return err
-	}
-	t := e.target(s, dir, cm, ds)
-	if holds(cm, t) {
-		return nil
-	}
-	if !t.present {
-		return calico.DeleteServicesEndpoint(ctx, s.Client, cm)
-	}
-	return calico.SetServicesEndpoint(ctx, s.Client, cm, t.data)
-}
-
-func (e ServicesEndpoint) Plan(ctx context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error) {
-	cm, ds, err := e.read(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	t := e.target(s, dir, cm, ds)
-	object := "ConfigMap " + calico.OperatorNamespace + "/" + calico.ServicesEndpointConfigMap
-	var changes []v1alpha1.PlannedChange
-	for _, key := range []string{calico.ServiceHostKey, calico.ServicePortKey} {
-		var before *string
-		if cm != nil {
-			if v, ok := cm.Data[key]; ok {
-				before = &v
-			}
-		}
-		after := nonEmpty(t.data[key])
-		if !sameValue(before, after) {
-			changes = append(changes, v1alpha1.PlannedChange{Step: v1alpha1.StepServicesEndpoint, Object: object,
-				Field: "data." + key, Before: show(before), After: show(after)})
-		}
-	}
-	if cm != nil && !t.present {
-		return []v1alpha1.PlannedChange{{Step: v1alpha1.StepServicesEndpoint, Object: object, Field: "(object)",
-			Before: "present", After: Absent + " (deleted)"}}, nil
+		return false, why
 	}
 	if t.handover {
-		changes = append(changes, v1alpha1.PlannedChange{Step: v1alpha1.StepServicesEndpoint, Object: object, Field: "(object)",
-			Before: "present", After: Absent + " (deleted once calico-node runs with the address it had before)"})
+		return false, "the Tigera operator to take over the address calico-node had before, then the ConfigMap is deleted"
 	}
-	return changes, nil
+	return in.Cluster.SettledAt(calico.StatusCalico)
 }

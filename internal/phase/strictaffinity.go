@@ -2,7 +2,6 @@ package phase
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -14,73 +13,39 @@ type StrictAffinity struct{}
 
 func (StrictAffinity) Name() v1alpha1.StepName { return v1alpha1.StepStrictAffinity }
 
-func (StrictAffinity) Record(ctx context.Context, s *Scope, o *v1alpha1.Originals) error {
-	cfg, err := calico.GetIPAMConfig(ctx, s.Reader)
-	if err != nil {
-		return err
+func (StrictAffinity) Read(ctx context.Context, r Readers, c *calico.Cluster) (err error) {
+	c.IPAMConfig, err = calico.GetIPAMConfig(ctx, r.API)
+	return err
+}
+
+func (StrictAffinity) Record(c *calico.Cluster, o *v1alpha1.Originals) {
+	o.IPAMConfig = v1alpha1.OriginalIPAMConfig{Present: c.IPAMConfig != nil}
+	if c.IPAMConfig != nil {
+		o.IPAMConfig.StrictAffinity = c.IPAMConfig.Spec.StrictAffinity
 	}
-	o.IPAMConfig = v1alpha1.OriginalIPAMConfig{Present: cfg != nil}
+}
+
+// Diff changes the field, or creates or deletes the whole configuration:
+// Calico treats an absent one as strictAffinity false.
+func (StrictAffinity) Diff(in Input) []calico.Change {
+	want := v1alpha1.OriginalIPAMConfig{Present: true, StrictAffinity: true}
+	if in.rollback() {
+		want = in.Originals.IPAMConfig
+	}
+	cfg := in.Cluster.IPAMConfig
+	if cfg != nil && !want.Present {
+		return []calico.Change{{Object: calico.ObjectIPAMConfig, Old: calico.Of(nil)}}
+	}
+	old := calico.Value{}
 	if cfg != nil {
-		o.IPAMConfig.StrictAffinity = cfg.Spec.StrictAffinity
+		old = calico.Of(cfg.Spec.StrictAffinity)
 	}
-	return nil
-}
-
-func (a StrictAffinity) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
-	if ok, err := a.Holds(ctx, s, dir); err != nil || !ok {
-		return notHeld(), err
-	}
-	// Calico reads the IPAM configuration at allocation time: nothing rolls out.
-	return done(), nil
-}
-
-func (StrictAffinity) Holds(ctx context.Context, s *Scope, dir v1alpha1.Direction) (bool, error) {
-	cfg, err := calico.GetIPAMConfig(ctx, s.Reader)
-	if err != nil {
-		return false, err
-	}
-	want := wantIPAM(s, dir)
-	return (cfg != nil) == want.Present && (cfg == nil || cfg.Spec.StrictAffinity == want.StrictAffinity), nil
-}
-
-func (StrictAffinity) Change(ctx context.Context, s *Scope, dir v1alpha1.Direction) error {
-	cfg, err := calico.GetIPAMConfig(ctx, s.Reader)
-	if err != nil {
-		return err
-	}
-	want := wantIPAM(s, dir)
 	if !want.Present {
-		if cfg == nil {
-			return nil
-		}
-		return calico.DeleteIPAMConfig(ctx, s.Client, cfg)
+		return nil
 	}
-	return calico.SetStrictAffinity(ctx, s.Client, cfg, want.StrictAffinity)
+	return calico.FieldChange(calico.ObjectIPAMConfig, calico.PathStrictAffinity, old, calico.Of(want.StrictAffinity))
 }
 
-func wantIPAM(s *Scope, dir v1alpha1.Direction) v1alpha1.OriginalIPAMConfig {
-	if dir == v1alpha1.DirectionRollback {
-		return s.Originals.IPAMConfig
-	}
-	return v1alpha1.OriginalIPAMConfig{Present: true, StrictAffinity: true}
-}
-
-func (StrictAffinity) Plan(ctx context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error) {
-	cfg, err := calico.GetIPAMConfig(ctx, s.Reader)
-	if err != nil {
-		return nil, err
-	}
-	want := wantIPAM(s, dir)
-	before, after := Absent, Absent
-	if cfg != nil {
-		before = strconv.FormatBool(cfg.Spec.StrictAffinity)
-	}
-	if want.Present {
-		after = strconv.FormatBool(want.StrictAffinity)
-	}
-	if before == after {
-		return nil, nil
-	}
-	return []v1alpha1.PlannedChange{{Step: v1alpha1.StepStrictAffinity, Object: "IPAMConfiguration default",
-		Field: "spec.strictAffinity", Before: before, After: after}}, nil
-}
+// Settled is immediate: Calico reads the IPAM configuration at allocation
+// time, nothing rolls out.
+func (StrictAffinity) Settled(Input) (bool, string) { return true, "" }

@@ -15,74 +15,50 @@ type WindowsDataplane struct{}
 
 func (WindowsDataplane) Name() v1alpha1.StepName { return v1alpha1.StepWindowsDataplane }
 
-func (WindowsDataplane) Record(_ context.Context, s *Scope, o *v1alpha1.Originals) error {
-	o.WindowsDataplane = original(calico.WindowsDataplane(s.Installation))
-	o.WindowsNodesPresent = s.Installation.Spec.WindowsNodes != nil
-	return nil
+func (WindowsDataplane) Read(ctx context.Context, r Readers, c *calico.Cluster) (err error) {
+	if c.WindowsNode, err = calico.ReadDaemonSet(ctx, r.Cache, calico.WindowsNodeDaemonSet); err != nil {
+		return err
+	}
+	return readHealth(ctx, r, c, calico.StatusCalico, calico.StatusCalicoWindows)
 }
 
-func (WindowsDataplane) target(s *Scope, dir v1alpha1.Direction) *string {
-	if dir == v1alpha1.DirectionRollback {
-		return value(s.Originals.WindowsDataplane)
-	}
-	hns := string(operatorv1.WindowsDataplaneHNS)
-	return &hns
+func (WindowsDataplane) Record(c *calico.Cluster, o *v1alpha1.Originals) {
+	o.WindowsDataplane = original(calico.OfString(calico.WindowsDataplane(c.Installation)))
+	o.WindowsNodesPresent = c.Installation.Spec.WindowsNodes != nil
 }
 
-// staleWindowsNodes is true when spec.windowsNodes, which the Tigera operator
-// defaulted while Windows was on, must go: its validation rejects it once
-// Windows is off.
-func staleWindowsNodes(s *Scope, dir v1alpha1.Direction) bool {
-	return dir == v1alpha1.DirectionRollback && !s.Originals.WindowsNodesPresent &&
-		s.Installation.Spec.WindowsNodes != nil
+func (WindowsDataplane) target(in Input) calico.Value {
+	if in.rollback() {
+		return value(in.Originals.WindowsDataplane)
+	}
+	return calico.Of(string(operatorv1.WindowsDataplaneHNS))
 }
 
-func (w WindowsDataplane) Holds(_ context.Context, s *Scope, dir v1alpha1.Direction) (bool, error) {
-	return sameValue(calico.WindowsDataplane(s.Installation), w.target(s, dir)) && !staleWindowsNodes(s, dir), nil
+func (w WindowsDataplane) Diff(in Input) []calico.Change {
+	inst := in.Cluster.Installation
+	changes := calico.FieldChange(calico.ObjectInstallation, calico.PathWindowsDataplane,
+		calico.OfString(calico.WindowsDataplane(inst)), w.target(in))
+	// spec.windowsNodes, which the Tigera operator defaults while Windows is
+	// on, must go when it was absent before: the operator's validation
+	// rejects it once Windows is off.
+	if in.rollback() && !in.Originals.WindowsNodesPresent && inst.Spec.WindowsNodes != nil {
+		changes = append(changes, calico.Change{Object: calico.ObjectInstallation, Pointer: calico.PathWindowsNodes,
+			Old: calico.Value{Present: true, V: "", Opaque: true}})
+	}
+	return changes
 }
 
-func (w WindowsDataplane) Observe(ctx context.Context, s *Scope, dir v1alpha1.Direction) (State, error) {
-	if ok, _ := w.Holds(ctx, s, dir); !ok {
-		return notHeld(), nil
+func (WindowsDataplane) Settled(in Input) (bool, string) {
+	if in.rollback() {
+		return in.Cluster.SettledAt(calico.StatusCalico)
 	}
-	if dir == v1alpha1.DirectionRollback {
-		return settledAt(ctx, s, calico.StatusCalico)
-	}
-	ds, err := calico.ReadDaemonSet(ctx, s.Client, calico.WindowsNodeDaemonSet)
-	if err != nil {
-		return State{}, err
-	}
-	if ds == nil {
-		return waiting("the Tigera operator to render DaemonSet calico-system/calico-node-windows"), nil
+	if in.Cluster.WindowsNode == nil {
+		return false, "the Tigera operator to render DaemonSet calico-system/calico-node-windows"
 	}
 	// calico-windows carries no Installation generation: only its Degraded
 	// condition is evidence, next to calico healthy at the new generation.
-	win, err := calico.ReadHealth(ctx, s.Client, calico.StatusCalicoWindows)
-	if err != nil {
-		return State{}, err
+	if win := in.Cluster.Health[calico.StatusCalicoWindows]; win.Degraded {
+		return false, "TigeraStatus calico-windows to recover from Degraded: " + win.Message
 	}
-	if win.Degraded {
-		return waiting("TigeraStatus calico-windows to recover from Degraded: " + win.Message), nil
-	}
-	return settledAt(ctx, s, calico.StatusCalico)
-}
-
-func (w WindowsDataplane) Change(ctx context.Context, s *Scope, dir v1alpha1.Direction) error {
-	p := &calico.Patch{}
-	calico.EnsureCalicoNetwork(p, s.Installation)
-	setOrUnset(p, calico.PathWindowsDataplane, calico.WindowsDataplane(s.Installation), w.target(s, dir))
-	if staleWindowsNodes(s, dir) {
-		p.Remove(calico.PathWindowsNodes)
-	}
-	return p.Apply(ctx, s.Client, s.Installation)
-}
-
-func (w WindowsDataplane) Plan(_ context.Context, s *Scope, dir v1alpha1.Direction) ([]v1alpha1.PlannedChange, error) {
-	changes := fieldChange(v1alpha1.StepWindowsDataplane, "spec.calicoNetwork.windowsDataplane",
-		calico.WindowsDataplane(s.Installation), w.target(s, dir))
-	if staleWindowsNodes(s, dir) {
-		changes = append(changes, v1alpha1.PlannedChange{Step: v1alpha1.StepWindowsDataplane, Object: installationObject,
-			Field: "spec.windowsNodes", Before: "<set by the Tigera operator>", After: Absent})
-	}
-	return changes, nil
+	return in.Cluster.SettledAt(calico.StatusCalico)
 }

@@ -1,0 +1,50 @@
+package calico
+
+import (
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Cluster is what the steps read of the cluster in one reconcile. Each step
+// reads the parts it decides from; a nil object is one that does not exist.
+type Cluster struct {
+	Installation     *operatorv1.Installation
+	IPAMConfig       *calicov3.IPAMConfiguration
+	ServicesEndpoint *corev1.ConfigMap
+	// Node and WindowsNode are the calico-node and calico-node-windows
+	// DaemonSets.
+	Node        *appsv1.DaemonSet
+	WindowsNode *appsv1.DaemonSet
+	// Pools are every projectcalico.org/v3 IPPool in the cluster.
+	Pools []calicov3.IPPool
+	// Health holds the TigeraStatuses read, by name.
+	Health map[string]Health
+}
+
+// Pool is the projectcalico.org/v3 IPPool called name, nil when absent.
+func (c *Cluster) Pool(name string) *calicov3.IPPool {
+	for i := range c.Pools {
+		if c.Pools[i].Name == name {
+			return &c.Pools[i]
+		}
+	}
+	return nil
+}
+
+// SettledAt says whether each named TigeraStatus is healthy at the
+// Installation's generation, which includes every patch made so far, and
+// what it waits for if not.
+func (c *Cluster) SettledAt(names ...string) (bool, string) {
+	for _, name := range names {
+		h, ok := c.Health[name]
+		if !ok {
+			h = Health{Name: name}
+		}
+		if ok, why := h.SettledAt(c.Installation.Generation); !ok {
+			return false, why
+		}
+	}
+	return true, ""
+}
