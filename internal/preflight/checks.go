@@ -568,43 +568,14 @@ func windowsIPAMCapacity(in Inputs) v1alpha1.PreflightCheck {
 	var parts, notes []string
 	var free int64
 	for _, p := range calico.IPPools(in.Installation) {
-		prefix, err := netip.ParsePrefix(p.CIDR)
-		if err != nil || !prefix.Addr().Is4() {
-			continue
+		poolFree, part, note := poolCapacity(p, in.BlockCIDRs)
+		if note != "" {
+			notes = append(notes, note)
 		}
-		if p.DisableNewAllocations != nil && *p.DisableNewAllocations {
-			continue
+		if part != "" {
+			free += poolFree
+			parts = append(parts, part)
 		}
-		if len(p.AllowedUses) > 0 && !slices.Contains(p.AllowedUses, operatorv1.IPPoolAllowedUseWorkload) {
-			continue
-		}
-		if sel := strings.TrimSpace(p.NodeSelector); sel != "" && sel != "all()" {
-			if !strings.Contains(sel, calico.OSWindows) {
-				notes = append(notes, fmt.Sprintf("%s not counted: its nodeSelector %q does not mention windows", p.Name, sel))
-				continue
-			}
-			notes = append(notes, fmt.Sprintf("%s counted because its nodeSelector %q mentions windows (the selector itself is not evaluated)", p.Name, sel))
-		}
-		size := int32(defaultBlockSize)
-		if p.BlockSize != nil {
-			size = *p.BlockSize
-		}
-		prefix = prefix.Masked()
-		if int(size) < prefix.Bits() || size > 32 {
-			notes = append(notes, fmt.Sprintf("%s not counted: blockSize %d does not fit %s", p.Name, size, p.CIDR))
-			continue
-		}
-		total := int64(1) << (int(size) - prefix.Bits())
-		var used int64
-		for _, b := range in.BlockCIDRs {
-			if b.Bits() >= prefix.Bits() && prefix.Contains(b.Addr()) {
-				used++
-			}
-		}
-		poolFree := max(total-used, 0)
-		free += poolFree
-		parts = append(parts, fmt.Sprintf("%s (%s): %d of %d blocks free, %d pods per Windows node",
-			p.Name, p.CIDR, poolFree, total, max((1<<(32-size))-reservedPerWindow, 0)))
 	}
 	detail := "no enabled IPv4 workload pool in the Installation may serve Windows nodes"
 	if len(parts) > 0 {
@@ -628,6 +599,41 @@ func windowsIPAMCapacity(in Inputs) v1alpha1.PreflightCheck {
 				"Installation's spec.calicoNetwork.ipPools, or lower spec.windowsNodes.expected", expected, free, detail)
 	}
 	return result(CheckIPAMCapacity, v1alpha1.CheckInfo, "%d blocks free in total for %d expected Windows nodes (%s)", free, expected, detail)
+}
+
+// poolCapacity counts the free blocks of an Installation pool that may serve
+// Windows nodes. part describes a counted pool ("" when it is not counted);
+// note says why a pool is not counted, or how it was.
+func poolCapacity(p operatorv1.IPPool, blocks []netip.Prefix) (free int64, part, note string) {
+	prefix, err := netip.ParsePrefix(p.CIDR)
+	if err != nil || !prefix.Addr().Is4() || (p.DisableNewAllocations != nil && *p.DisableNewAllocations) ||
+		(len(p.AllowedUses) > 0 && !slices.Contains(p.AllowedUses, operatorv1.IPPoolAllowedUseWorkload)) {
+		return 0, "", ""
+	}
+	if sel := strings.TrimSpace(p.NodeSelector); sel != "" && sel != "all()" {
+		if !strings.Contains(sel, calico.OSWindows) {
+			return 0, "", fmt.Sprintf("%s not counted: its nodeSelector %q does not mention windows", p.Name, sel)
+		}
+		note = fmt.Sprintf("%s counted because its nodeSelector %q mentions windows (the selector itself is not evaluated)", p.Name, sel)
+	}
+	size := int32(defaultBlockSize)
+	if p.BlockSize != nil {
+		size = *p.BlockSize
+	}
+	prefix = prefix.Masked()
+	if int(size) < prefix.Bits() || size > 32 {
+		return 0, "", fmt.Sprintf("%s not counted: blockSize %d does not fit %s", p.Name, size, p.CIDR)
+	}
+	total := int64(1) << (int(size) - prefix.Bits())
+	var used int64
+	for _, b := range blocks {
+		if b.Bits() >= prefix.Bits() && prefix.Contains(b.Addr()) {
+			used++
+		}
+	}
+	free = max(total-used, 0)
+	return free, fmt.Sprintf("%s (%s): %d of %d blocks free, %d pods per Windows node",
+		p.Name, p.CIDR, free, total, max((1<<(32-size))-reservedPerWindow, 0)), note
 }
 
 // kubeProxyWindows looks for kube-proxy on Windows nodes: the Tigera
