@@ -206,12 +206,22 @@ func (p *pass) resetSteps(steps []phase.Step) {
 	}
 }
 
+// stepState is the state a step is in while busy, or once done, in direction dir.
+func stepState(dir v1alpha1.Direction, done bool) v1alpha1.StepState {
+	switch {
+	case dir == v1alpha1.DirectionRollback && done:
+		return v1alpha1.StepReverted
+	case dir == v1alpha1.DirectionRollback:
+		return v1alpha1.StepReverting
+	case done:
+		return v1alpha1.StepCompleted
+	}
+	return v1alpha1.StepInProgress
+}
+
 func (p *pass) startStep(name v1alpha1.StepName, dir v1alpha1.Direction) {
 	step := p.step(name)
-	state := v1alpha1.StepInProgress
-	if dir == v1alpha1.DirectionRollback {
-		state = v1alpha1.StepReverting
-	}
+	state := stepState(dir, false)
 	if step.State == state {
 		return
 	}
@@ -222,21 +232,14 @@ func (p *pass) startStep(name v1alpha1.StepName, dir v1alpha1.Direction) {
 
 // finished reports whether the status records the step as done in direction dir.
 func (p *pass) finished(name v1alpha1.StepName, dir v1alpha1.Direction) bool {
-	want := v1alpha1.StepCompleted
-	if dir == v1alpha1.DirectionRollback {
-		want = v1alpha1.StepReverted
-	}
-	return p.step(name).State == want
+	return p.step(name).State == stepState(dir, true)
 }
 
 func (p *pass) markChanged(name v1alpha1.StepName) { p.step(name).Changed = true }
 
 func (p *pass) finishStep(name v1alpha1.StepName, dir v1alpha1.Direction) {
 	step := p.step(name)
-	state := v1alpha1.StepCompleted
-	if dir == v1alpha1.DirectionRollback {
-		state = v1alpha1.StepReverted
-	}
+	state := stepState(dir, true)
 	if step.State == state {
 		return
 	}
