@@ -58,6 +58,7 @@ const usageText = `Usage:
   winready [flags]           run the operator (in a pod, or against --kubeconfig)
   winready probe [flags]     the UDP 4789 probe agent the operator runs on every Linux node during preflight
   winready respond [flags]   answer the probes on a future Windows node
+  winready podcheck [flags] the pod network check the operator runs in a pod on every Linux node after each disruptive step
   winready plan [flags]      run the preflight checks and print the migration plan, read-only (for CI)
 
 "winready probe -h", "winready respond -h" and "winready plan -h" list their flags.
@@ -88,6 +89,8 @@ func dispatch(args []string, stderr io.Writer, cmds commands) int {
 		err = cmds.probe(args[1:])
 	case len(args) > 0 && args[0] == "respond":
 		err = cmds.respond(args[1:])
+	case len(args) > 0 && args[0] == "podcheck":
+		err = runPodCheck(args[1:])
 	case len(args) > 0 && args[0] == "plan":
 		err = cmds.plan(args[1:])
 	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):

@@ -83,9 +83,15 @@ func (c *Config) defaults() {
 	if c.Attempts <= 0 {
 		c.Attempts = 3
 	}
-	if c.MTU <= 0 {
-		c.MTU = interfaceMTU(c.PodIP)
+	c.MTU = c.PodMTU()
+}
+
+// PodMTU is the configured MTU, else that of the interface holding PodIP.
+func (c Config) PodMTU() int {
+	if c.MTU > 0 {
+		return c.MTU
 	}
+	return interfaceMTU(c.PodIP)
 }
 
 // interfaceMTU is the MTU of the interface that holds addr, or 1500.
