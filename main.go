@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/preflight"
 )
 
 // The image has three roles: the operator, the probe agent it runs on every
@@ -125,20 +126,22 @@ func dispatch(args []string, stderr io.Writer, cmds commands) int {
 }
 
 type operatorOptions struct {
-	kubeconfig  string
-	namespace   string
-	leaderElect bool
-	metricsAddr string
-	probeAddr   string
-	probeImage  string
-	zap         zap.Options
+	kubeconfig     string
+	namespace      string
+	probeNamespace string
+	leaderElect    bool
+	metricsAddr    string
+	probeAddr      string
+	probeImage     string
+	zap            zap.Options
 }
 
 func operatorFlags() (*flag.FlagSet, *operatorOptions) {
 	o := &operatorOptions{}
 	fs := flag.NewFlagSet("winready", flag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; in a pod the service account is used")
-	fs.StringVar(&o.namespace, "namespace", "winready-system", "the operator's namespace: leader election lease and probe rounds")
+	fs.StringVar(&o.namespace, "namespace", "winready-system", "the operator's namespace: leader election lease and the record of the originals")
+	fs.StringVar(&o.probeNamespace, "probe-namespace", preflight.DefaultProbeNamespace, "namespace of the probe rounds (privileged Pod Security level, guarded by an admission policy)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so that only one replica changes the cluster")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
@@ -160,7 +163,7 @@ func runOperator(o operatorOptions) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Cache:                   controllers.CacheOptions(o.namespace),
+		Cache:                   controllers.CacheOptions(o.probeNamespace),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
@@ -177,6 +180,7 @@ func runOperator(o operatorOptions) error {
 	if err != nil {
 		return err
 	}
+	r.ProbeNamespace = o.probeNamespace
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}

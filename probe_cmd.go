@@ -28,7 +28,7 @@ import (
 // it, and writes its report for the operator.
 func runProbe(args []string) error {
 	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
-	namespace := fs.String("namespace", "winready-system", "namespace of the plan and the reports")
+	namespace := fs.String("namespace", preflight.DefaultProbeNamespace, "namespace of the plan and the reports")
 	node := fs.String("node", os.Getenv("NODE_NAME"), "this node's name (env NODE_NAME)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 	"github.com/onsi/gomega/types"
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
-	"github.com/winready/winready/internal/gate"
 	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/test/calicosim"
 )
@@ -63,14 +61,8 @@ func getWR() *v1alpha1.WindowsReadiness {
 	return wr
 }
 
-// deleteWR deletes the WindowsReadiness and waits until it is gone, and
-// removes the gate it owned, as the garbage collector (which envtest lacks)
-// would.
+// deleteWR deletes the WindowsReadiness and waits until it is gone.
 func deleteWR() {
-	for _, obj := range []client.Object{&admissionv1.ValidatingAdmissionPolicyBinding{}, &admissionv1.ValidatingAdmissionPolicy{}} {
-		obj.SetName(gate.Name)
-		Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
-	}
 	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
 	Expect(client.IgnoreNotFound(k8s.Delete(ctx, wr))).To(Succeed())
 	Eventually(func() bool {

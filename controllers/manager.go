@@ -37,9 +37,11 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // CacheOptions caches only what the reconciler reads: DaemonSets of
-// calico-system, the services-endpoint ConfigMap, the probe reports in the
-// operator's namespace, Nodes as metadata, and no managedFields anywhere.
-func CacheOptions(namespace string) cache.Options {
+// calico-system, the services-endpoint ConfigMap (watched by name, which its
+// name-scoped RBAC requires), the probe reports in probeNamespace, Nodes as
+// metadata, and no managedFields anywhere. The record of the originals in the
+// operator's namespace is read past the cache.
+func CacheOptions(probeNamespace string) cache.Options {
 	reports, err := labels.NewRequirement(preflight.ReportLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant label key
@@ -50,7 +52,7 @@ func CacheOptions(namespace string) cache.Options {
 			&appsv1.DaemonSet{}: {Namespaces: map[string]cache.Config{calico.SystemNamespace: {}}},
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{
 				calico.OperatorNamespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", calico.ServicesEndpointConfigMap)},
-				namespace:                {LabelSelector: labels.NewSelector().Add(*reports)},
+				probeNamespace:           {LabelSelector: labels.NewSelector().Add(*reports)},
 			}},
 		},
 	}
@@ -58,7 +60,8 @@ func CacheOptions(namespace string) cache.Options {
 
 // NewReconciler builds the reconciler for a manager made with NewScheme and
 // CacheOptions; call SetupWithManager to start it with the manager. Its
-// client counts the writes it makes (Writes).
+// client counts the writes it makes (Writes). Probe rounds run in
+// preflight.DefaultProbeNamespace unless ProbeNamespace is changed.
 func NewReconciler(mgr ctrl.Manager, namespace, probeImage string) (*Reconciler, error) {
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
@@ -68,13 +71,14 @@ func NewReconciler(mgr ctrl.Manager, namespace, probeImage string) (*Reconciler,
 	writes := metrics.NewWriteCounter(mgr.GetScheme())
 	return &Reconciler{
 		// Every write is counted and carries winready's field manager name.
-		Client:     client.WithFieldOwner(&metrics.CountingClient{Client: mgr.GetClient(), Writes: writes}, FieldOwner),
-		Writes:     writes,
-		APIReader:  mgr.GetAPIReader(),
-		Discovery:  disco,
-		Recorder:   mgr.GetEventRecorder("winready"),
-		Clock:      clock.RealClock{},
-		Namespace:  namespace,
-		ProbeImage: probeImage,
+		Client:         client.WithFieldOwner(&metrics.CountingClient{Client: mgr.GetClient(), Writes: writes}, FieldOwner),
+		Writes:         writes,
+		APIReader:      mgr.GetAPIReader(),
+		Discovery:      disco,
+		Recorder:       mgr.GetEventRecorder("winready"),
+		Clock:          clock.RealClock{},
+		Namespace:      namespace,
+		ProbeNamespace: preflight.DefaultProbeNamespace,
+		ProbeImage:     probeImage,
 	}, nil
 }

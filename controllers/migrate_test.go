@@ -283,7 +283,7 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 
 		ds := &appsv1.DaemonSet{}
 		Eventually(func() error {
-			return k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: preflight.ProbeName}, ds)
+			return k8s.Get(ctx, client.ObjectKey{Namespace: probeNamespace, Name: preflight.ProbeName}, ds)
 		}).Should(Succeed(), "the agents start")
 		pod := ds.Spec.Template.Spec
 		Expect(pod.HostNetwork).To(BeTrue())
@@ -295,7 +295,7 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		Expect(sc.Privileged).To(BeNil())
 		Expect(*sc.AllowPrivilegeEscalation).To(BeFalse())
 		Expect(*sc.ReadOnlyRootFilesystem).To(BeTrue())
-		Expect(pod.Containers[0].Args).To(Equal([]string{"probe", "--namespace=" + operatorNamespace}))
+		Expect(pod.Containers[0].Args).To(Equal([]string{"probe", "--namespace=" + probeNamespace}))
 		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
 
 		By("giving up on the silent node when the round's time is up")
@@ -309,12 +309,12 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 
 		By("removing the agents, the plan and the reports")
 		Eventually(func() bool {
-			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: preflight.ProbeName}, &appsv1.DaemonSet{}))
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: probeNamespace, Name: preflight.ProbeName}, &appsv1.DaemonSet{}))
 		}).Should(BeTrue())
 		// The reports go once the status summing them up is saved.
 		Eventually(func() []corev1.ConfigMap {
 			reports := &corev1.ConfigMapList{}
-			Expect(k8s.List(ctx, reports, client.InNamespace(operatorNamespace), client.HasLabels{preflight.ReportLabel})).To(Succeed())
+			Expect(k8s.List(ctx, reports, client.InNamespace(probeNamespace), client.HasLabels{preflight.ReportLabel})).To(Succeed())
 			return reports.Items
 		}).Should(BeEmpty())
 	})

@@ -1,7 +1,6 @@
 package controllers_test
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -12,24 +11,20 @@ import (
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
+	installpkg "github.com/winready/winready/test/install"
 )
 
 // kstatusOf is what Flux and Argo CD's kstatus library make of the object.
@@ -43,21 +38,9 @@ func kstatusOf() status.Status {
 
 // install is config/default as kustomize builds it.
 func install() []*unstructured.Unstructured {
-	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "../config/default")
+	objs, err := installpkg.Build("../config/default")
 	Expect(err).NotTo(HaveOccurred())
-	out, err := resMap.AsYaml()
-	Expect(err).NotTo(HaveOccurred())
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err == io.EOF {
-			return objs
-		} else {
-			Expect(err).NotTo(HaveOccurred())
-		}
-		objs = append(objs, u)
-	}
+	return objs
 }
 
 func ensureNamespace(name string) {
@@ -65,17 +48,6 @@ func ensureNamespace(name string) {
 	if !apierrors.IsAlreadyExists(err) {
 		Expect(err).NotTo(HaveOccurred())
 	}
-}
-
-const managerSA = "system:serviceaccount:winready-system:winready-manager"
-
-func allowed(user string, attrs authorizationv1.ResourceAttributes) bool {
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:winready-system"},
-		ResourceAttributes: &attrs,
-	}}
-	Expect(k8s.Create(ctx, sar)).To(Succeed())
-	return sar.Status.Allowed
 }
 
 var _ = Describe("Operating winready", func() {
@@ -154,80 +126,6 @@ var _ = Describe("Operating winready", func() {
 		Eventually(scrape).Should(ContainSubstring(`winready_blocked{reason="PreflightFailed"} 1`))
 	})
 
-	It("installs with kustomize, and its RBAC allows exactly what the reconciler does", func() {
-		for _, ns := range []string{"calico-system", "tigera-operator", "kube-public"} {
-			ensureNamespace(ns)
-		}
-		for _, obj := range install() {
-			if obj.GetKind() == "CustomResourceDefinition" {
-				continue // installed by envtest from the same file
-			}
-			err := k8s.Create(ctx, obj)
-			if !apierrors.IsAlreadyExists(err) {
-				Expect(err).NotTo(HaveOccurred(), "%s %s", obj.GetKind(), obj.GetName())
-			}
-		}
-		type access struct {
-			ns, verb, group, resource, sub, name string
-		}
-		can := []access{
-			{"", "patch", "operator.tigera.io", "installations", "", ""},
-			{"", "watch", "operator.tigera.io", "tigerastatuses", "", ""},
-			{"", "create", "projectcalico.org", "ipamconfigurations", "", ""},
-			{"", "delete", "projectcalico.org", "ipamconfigurations", "", ""},
-			{"", "get", "projectcalico.org", "ippools", "", ""},
-			{"", "list", "projectcalico.org", "bgppeers", "", ""},
-			{"", "list", "", "nodes", "", ""},
-			{"", "patch", "winready.io", "windowsreadinesses", "status", ""},
-			{"", "create", "admissionregistration.k8s.io", "validatingadmissionpolicies", "", ""},
-			{"tigera-operator", "create", "", "configmaps", "", ""},
-			{"tigera-operator", "delete", "", "configmaps", "", ""},
-			{"calico-system", "watch", "apps", "daemonsets", "", ""},
-			{"winready-system", "create", "apps", "daemonsets", "", ""},
-			{"winready-system", "deletecollection", "", "configmaps", "", ""},
-			{"winready-system", "update", "coordination.k8s.io", "leases", "", ""},
-			{"kube-system", "get", "", "configmaps", "", "kubeadm-config"},
-			{"kube-public", "get", "", "configmaps", "", "cluster-info"},
-			{"default", "create", "events.k8s.io", "events", "", ""},
-		}
-		cannot := []access{
-			{"", "list", "", "secrets", "", ""},
-			{"winready-system", "get", "", "secrets", "", ""},
-			{"tigera-operator", "get", "", "secrets", "", ""},
-			{"", "delete", "operator.tigera.io", "installations", "", ""},
-			{"", "update", "operator.tigera.io", "installations", "", ""},
-			{"", "patch", "projectcalico.org", "ippools", "", ""},
-			{"", "patch", "", "nodes", "", ""},
-			{"", "update", "winready.io", "windowsreadinesses", "", ""},
-			{"calico-system", "create", "apps", "daemonsets", "", ""},
-			{"kube-system", "get", "", "configmaps", "", "coredns"},
-			{"kube-system", "create", "", "configmaps", "", ""},
-			{"default", "list", "", "configmaps", "", ""},
-		}
-		attrs := func(a access) authorizationv1.ResourceAttributes {
-			return authorizationv1.ResourceAttributes{Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.sub, Name: a.name}
-		}
-		for _, a := range can {
-			Expect(allowed(managerSA, attrs(a))).To(BeTrue(), "the manager may %+v", a)
-		}
-		for _, a := range cannot {
-			Expect(allowed(managerSA, attrs(a))).To(BeFalse(), "the manager may not %+v", a)
-		}
-		probeSA := "system:serviceaccount:winready-system:winready-probe"
-		Expect(allowed(probeSA, authorizationv1.ResourceAttributes{Namespace: "winready-system", Verb: "get", Resource: "configmaps", Name: preflight.ProbeName})).To(BeTrue())
-		Expect(allowed(probeSA, authorizationv1.ResourceAttributes{Namespace: "winready-system", Verb: "create", Resource: "configmaps"})).To(BeTrue())
-		Expect(allowed(probeSA, authorizationv1.ResourceAttributes{Namespace: "winready-system", Verb: "get", Resource: "configmaps", Name: "other"})).To(BeFalse())
-		Expect(allowed(probeSA, authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"})).To(BeFalse())
-
-		By("running one full migration as the manager's ServiceAccount")
-		Expect(calicosim.Seed(ctx, k8s, calicosim.MainCluster())).To(Succeed())
-		asSA := rest.CopyConfig(cfg)
-		asSA.Impersonate = rest.ImpersonationConfig{UserName: managerSA, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:winready-system"}}
-		op = startOperatorWith(operatorOptions{restCfg: asSA})
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-	})
-
 	It("runs the manager under the restricted Pod Security Standard, and the probe agents only where privileged is allowed", func() {
 		for _, level := range []string{"restricted", "privileged"} {
 			ensure := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pss-" + level,
@@ -250,7 +148,7 @@ var _ = Describe("Operating winready", func() {
 		Expect(k8s.Create(ctx, podIn("pss-restricted", manager.Spec.Template.Spec), client.DryRunAll)).To(Succeed(),
 			"the manager meets restricted")
 
-		agents := preflight.AgentDaemonSet(preflight.RoundConfig{Namespace: operatorNamespace, Image: "winready:dev"}, "r", nil)
+		agents := preflight.AgentDaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
 		err := k8s.Create(ctx, podIn("pss-restricted", agents.Spec.Template.Spec), client.DryRunAll)
 		Expect(err).To(HaveOccurred(), "the agents need exceptions")
 		for _, exception := range []string{"host namespaces", "NET_RAW", "runAsNonRoot"} {

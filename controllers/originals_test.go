@@ -249,9 +249,9 @@ var _ = Describe("The probe round", func() {
 	AfterEach(func() { resetCluster(op) })
 
 	probeGone := func() bool {
-		ds := apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: preflight.ProbeName}, &appsv1.DaemonSet{}))
+		ds := apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: probeNamespace, Name: preflight.ProbeName}, &appsv1.DaemonSet{}))
 		cms := &corev1.ConfigMapList{}
-		Expect(k8s.List(ctx, cms, client.InNamespace(operatorNamespace), client.HasLabels{preflight.ReportLabel})).To(Succeed())
+		Expect(k8s.List(ctx, cms, client.InNamespace(probeNamespace), client.HasLabels{preflight.ReportLabel})).To(Succeed())
 		return ds && len(cms.Items) == 0
 	}
 	midRound := func() {
@@ -315,7 +315,8 @@ var _ = Describe("The probe round", func() {
 		binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-host-network"},
 			Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "no-host-network",
 				MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-					MatchLabels: map[string]string{"kubernetes.io/metadata.name": operatorNamespace}}},
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name",
+						Operator: metav1.LabelSelectorOpIn, Values: []string{operatorNamespace, probeNamespace}}}}},
 				ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}
 		for _, obj := range []client.Object{policy, binding} {
 			Expect(k8s.Create(ctx, obj)).To(Succeed())

@@ -103,7 +103,7 @@ func (p *pass) extraTargets() []netip.Addr {
 }
 
 func (p *pass) roundConfig() preflight.RoundConfig {
-	return preflight.RoundConfig{Namespace: p.r.Namespace, Image: p.r.ProbeImage, Duration: p.probeTimeout(), Extra: p.extraTargets()}
+	return preflight.RoundConfig{Namespace: p.r.ProbeNamespace, Image: p.r.ProbeImage, Duration: p.probeTimeout(), Extra: p.extraTargets()}
 }
 
 // maxProbeStartAttempts bounds the tries to start a round (each after the
@@ -148,7 +148,7 @@ func (p *pass) stopProbe(ctx context.Context) error {
 	if prev == nil || prev.Probe == nil || prev.Probe.Skipped || prev.Probe.Round == "" || prev.Probe.CompletedAt != nil {
 		return nil
 	}
-	if err := preflight.Cleanup(ctx, p.r.Client, p.r.Namespace); err != nil {
+	if err := preflight.Cleanup(ctx, p.r.Client, p.r.ProbeNamespace); err != nil {
 		return err
 	}
 	if pf := p.wr.Status.Preflight; pf != nil {
@@ -161,7 +161,7 @@ func (p *pass) stopProbe(ctx context.Context) error {
 // collectProbe waits for the reports of a round and aggregates them once
 // every node has reported or the round's time is up.
 func (p *pass) collectProbe(ctx context.Context, st *v1alpha1.ProbeStatus, now time.Time) (bool, ctrl.Result, error) {
-	reports, failures, err := preflight.ReadReports(ctx, p.r.Client, p.r.Namespace, st.Round)
+	reports, failures, err := preflight.ReadReports(ctx, p.r.Client, p.r.ProbeNamespace, st.Round)
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
@@ -171,7 +171,7 @@ func (p *pass) collectProbe(ctx context.Context, st *v1alpha1.ProbeStatus, now t
 		return false, ctrl.Result{RequeueAfter: deadline.Sub(now)}, nil
 	}
 	// Count against the plan the agents were given, not the nodes of now.
-	nodes, plan, err := preflight.ReadPlan(ctx, p.r.APIReader, p.r.Namespace, st.Round)
+	nodes, plan, err := preflight.ReadPlan(ctx, p.r.APIReader, p.r.ProbeNamespace, st.Round)
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
@@ -194,7 +194,7 @@ func (p *pass) collectProbe(ctx context.Context, st *v1alpha1.ProbeStatus, now t
 	if err := p.persist(ctx); err != nil {
 		return false, ctrl.Result{}, err
 	}
-	if err := preflight.Cleanup(ctx, p.r.Client, p.r.Namespace); err != nil {
+	if err := preflight.Cleanup(ctx, p.r.Client, p.r.ProbeNamespace); err != nil {
 		return false, ctrl.Result{}, err
 	}
 	if failed(&result) {

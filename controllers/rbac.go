@@ -2,12 +2,19 @@ package controllers
 
 // The manager's RBAC, generated into config/rbac/role.yaml by
 // `make manifests`. The README's security section explains each rule.
+// Reads, updates and deletes of a single known object name it
+// (resourceNames); a create request carries no name, and a list or watch
+// only carries one when it selects metadata.name, so those stay unnamed.
+// The manager has no rights on any admission object: the Windows join gate
+// and the probe policies are shipped in config/admission.
 
 // +kubebuilder:rbac:groups=winready.io,resources=windowsreadinesses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=winready.io,resources=windowsreadinesses/status,verbs=get;patch
-// +kubebuilder:rbac:groups=operator.tigera.io,resources=installations,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=winready.io,resources=windowsreadinesses/status,resourceNames=default,verbs=patch
+// +kubebuilder:rbac:groups=operator.tigera.io,resources=installations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=operator.tigera.io,resources=installations,resourceNames=default,verbs=patch
 // +kubebuilder:rbac:groups=operator.tigera.io,resources=tigerastatuses,verbs=get;list;watch
-// +kubebuilder:rbac:groups=projectcalico.org,resources=ipamconfigurations,verbs=get;create;patch;delete
+// +kubebuilder:rbac:groups=projectcalico.org,resources=ipamconfigurations,verbs=create
+// +kubebuilder:rbac:groups=projectcalico.org,resources=ipamconfigurations,resourceNames=default,verbs=get;patch;delete
 // +kubebuilder:rbac:groups=projectcalico.org,resources=ippools;felixconfigurations;bgpconfigurations,verbs=get
 // +kubebuilder:rbac:groups=projectcalico.org,resources=bgppeers;networkpolicies;globalnetworkpolicies;ipamblocks;ippools,verbs=list
 // +kubebuilder:rbac:groups=crd.projectcalico.org,resources=ipamblocks,verbs=list
@@ -17,11 +24,16 @@ package controllers
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
 // +kubebuilder:rbac:groups=discovery.k8s.io,namespace=default,resources=endpointslices,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,namespace=default,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups=apps,namespace=winready-system,resources=daemonsets,verbs=create;delete
-// +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,verbs=get;list;watch;create;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",namespace=tigera-operator,resources=configmaps,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",namespace=tigera-operator,resources=configmaps,verbs=create
+// +kubebuilder:rbac:groups="",namespace=tigera-operator,resources=configmaps,resourceNames=kubernetes-services-endpoint,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,verbs=create
+// +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,resourceNames=winready-originals,verbs=get;delete
+// +kubebuilder:rbac:groups=apps,namespace=winready-probe,resources=daemonsets,verbs=create
+// +kubebuilder:rbac:groups=apps,namespace=winready-probe,resources=daemonsets,resourceNames=winready-probe,verbs=delete
+// +kubebuilder:rbac:groups="",namespace=winready-probe,resources=configmaps,verbs=create;list;watch;deletecollection
+// +kubebuilder:rbac:groups="",namespace=winready-probe,resources=configmaps,resourceNames=winready-probe,verbs=get;delete
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kubeadm-config,verbs=get
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns,verbs=get
 // +kubebuilder:rbac:groups="",namespace=kube-public,resources=configmaps,resourceNames=cluster-info,verbs=get
+// +kubebuilder:rbac:groups="",namespace=calico-system,resources=pods,verbs=get;list;watch

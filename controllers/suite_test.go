@@ -8,9 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -33,8 +31,12 @@ func TestControllers(t *testing.T) {
 	RunSpecs(t, "WindowsReadiness controller")
 }
 
-// operatorNamespace is where the operator under test runs its probe rounds.
-const operatorNamespace = "winready-system"
+// operatorNamespace is where the operator under test records the originals,
+// and probeNamespace where it runs its probe rounds.
+const (
+	operatorNamespace = "winready-system"
+	probeNamespace    = "winready-probe"
+)
 
 var (
 	testEnv   *envtest.Environment
@@ -78,8 +80,10 @@ var _ = BeforeSuite(func() {
 
 	// The simulator plays the Tigera operator and the DaemonSet controller,
 	// in a manager of its own, for the whole suite.
-	Expect(k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
-	simMgr, s, a, err := calicosim.NewManager(cfg, scheme, calicosim.Options{}, operatorNamespace)
+	// config/default is installed as users install it: namespaces, RBAC and
+	// the admission policies (the CRD comes from envtest).
+	installConfig()
+	simMgr, s, a, err := calicosim.NewManager(cfg, scheme, calicosim.Options{}, probeNamespace)
 	Expect(err).NotTo(HaveOccurred())
 	sim, agents = s, a
 	var ctx context.Context
@@ -158,13 +162,13 @@ func startOperatorWith(o operatorOptions) *operator {
 	opCfg.UserAgent = operatorUserAgent
 	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  controllers.CacheOptions(operatorNamespace),
+		Cache:                  controllers.CacheOptions(probeNamespace),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlConfig(),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	r, err := controllers.NewReconciler(mgr, operatorNamespace, "winready:test")
+	r, err := controllers.NewReconciler(mgr, operatorNamespace, managerImage)
 	Expect(err).NotTo(HaveOccurred())
 	r.Clock = clock
 	r.GuardRetry = 20 * time.Millisecond

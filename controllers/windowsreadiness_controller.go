@@ -29,7 +29,6 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
-	"github.com/winready/winready/internal/gate"
 	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/internal/preflight"
 )
@@ -57,8 +56,10 @@ type Reconciler struct {
 	Clock     clock.PassiveClock
 	// Writes counts the writes Client makes.
 	Writes *metrics.WriteCounter
-	// Namespace is the operator's namespace, where probe rounds run.
+	// Namespace is the operator's namespace, where the originals are recorded.
 	Namespace string
+	// ProbeNamespace is where probe rounds run (config/probe).
+	ProbeNamespace string
 	// ProbeImage is the image of the probe agents: the operator's own.
 	ProbeImage string
 	// GuardRetry, PreflightRetry, RetryBase and RetryMax override the
@@ -119,13 +120,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The status could not be written: the error goes to the controller's
 		// own backoff and the log, the only places left.
 		return ctrl.Result{}, perr
-	}
-	// After the status: the gate's message reads the phase from the object.
-	if gerr := gate.Ensure(ctx, r.Client, wr); gerr != nil {
-		if ctx.Err() != nil {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, errors.Join(err, gerr)
 	}
 	return result, err
 }

@@ -19,12 +19,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The objects of a probe round, all in the operator's namespace: a plan
+// The objects of a probe round, all in the probe namespace: a plan
 // ConfigMap and a DaemonSet of agents, both named ProbeName, and one report
 // ConfigMap per node.
 const (
-	ProbeName           = "winready-probe"
-	ProbeServiceAccount = "winready-probe"
+	// DefaultProbeNamespace is the probe agents' own namespace, which
+	// enforces the privileged Pod Security level (config/probe).
+	DefaultProbeNamespace = "winready-probe"
+	ProbeName             = "winready-probe"
+	ProbeServiceAccount   = "winready-probe"
 	// ReportLabel marks report ConfigMaps; its value is the round.
 	ReportLabel = "winready.io/probe-round"
 	// Plan keys besides one key per node name.

@@ -24,7 +24,7 @@ import (
 // report through the API, as the real agents do, with the probes a test has
 // blocked left out.
 type ProbeAgents struct {
-	// Namespace is the operator's namespace, where rounds run.
+	// Namespace is the probe namespace, where rounds run.
 	Namespace string
 
 	client client.Client
@@ -33,6 +33,9 @@ type ProbeAgents struct {
 	mu      sync.Mutex
 	blocked map[[2]netip.Addr]bool
 	silent  map[string]bool
+	// writers, when set, gives the client each node's agent writes its
+	// report with, as real agents write with their pod's token.
+	writers func(node string) client.Client
 }
 
 // NewProbeAgents returns simulated agents for rounds in namespace.
@@ -55,11 +58,20 @@ func (a *ProbeAgents) Silence(node string) {
 	a.silent[node] = true
 }
 
-// Reset clears blocked pairs and silenced nodes.
+// Reset clears blocked pairs, silenced nodes and per-node writers.
 func (a *ProbeAgents) Reset() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.blocked, a.silent = map[[2]netip.Addr]bool{}, map[string]bool{}
+	a.blocked, a.silent, a.writers = map[[2]netip.Addr]bool{}, map[string]bool{}, nil
+}
+
+// WriteAs makes each node's agent write its report with the client that
+// writer returns for the node (such as one holding a token bound to a pod on
+// that node) instead of the simulator's own.
+func (a *ProbeAgents) WriteAs(writer func(node string) client.Client) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.writers = writer
 }
 
 // SetupWithManager registers the agents on mgr.
@@ -128,7 +140,11 @@ func (a *ProbeAgents) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 				Labels: map[string]string{preflight.ReportLabel: round}},
 			Data: preflight.EncodeReport(round, name, probe.ModeCapture, received[np.IP], echoed, ""),
 		}
-		if err := a.client.Create(ctx, report); err != nil && !apierrors.IsAlreadyExists(err) {
+		c := a.client
+		if a.writers != nil {
+			c = a.writers(name)
+		}
+		if err := c.Create(ctx, report); err != nil && !apierrors.IsAlreadyExists(err) {
 			return ctrl.Result{}, fmt.Errorf("writing the probe report of %s: %w", name, err)
 		}
 	}

@@ -34,10 +34,12 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
 )
 
-// operatorNamespace is where winready runs its probe rounds.
+// operatorNamespace is where winready records the originals; its probe
+// rounds run in preflight.DefaultProbeNamespace.
 const operatorNamespace = "winready-system"
 
 func main() {
@@ -100,8 +102,10 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	}
 
 	fmt.Println("seeding the Calico cluster: 3 Linux nodes, pool 172.20.0.0/16 VXLANCrossSubnet, BGP Enabled, strictAffinity off")
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
-		return err
+	for _, ns := range []string{operatorNamespace, preflight.DefaultProbeNamespace} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
 	}
 	if err := calicosim.Seed(ctx, c, calicosim.MainCluster()); err != nil {
 		return fmt.Errorf("seeding: %w", err)
@@ -111,7 +115,7 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	// The simulated nodes answer the UDP 4789 probe through the same API as
 	// real agents.
 	simMgr, _, _, err := calicosim.NewManager(cfg, scheme,
-		calicosim.Options{RolloutStep: 300 * time.Millisecond, StatusLag: 200 * time.Millisecond}, operatorNamespace)
+		calicosim.Options{RolloutStep: 300 * time.Millisecond, StatusLag: 200 * time.Millisecond}, preflight.DefaultProbeNamespace)
 	if err != nil {
 		return err
 	}
@@ -119,7 +123,7 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	// winready's manager, wired as main.go wires it.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
-		Cache:   controllers.CacheOptions(operatorNamespace),
+		Cache:   controllers.CacheOptions(preflight.DefaultProbeNamespace),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {

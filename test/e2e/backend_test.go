@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -55,7 +56,7 @@ func (b *simBackend) Start(ctx context.Context) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, _, _, err := calicosim.NewManager(cfg, b.scheme, calicosim.Options{}, operatorNamespace)
+	mgr, _, _, err := calicosim.NewManager(cfg, b.scheme, calicosim.Options{}, preflight.DefaultProbeNamespace)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/gate"
+	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/test/install"
 )
 
 const operatorNamespace = "winready-system"
@@ -73,7 +76,13 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(ensureNamespace(ctx, k8s, operatorNamespace)).To(Succeed())
+	for _, ns := range []string{operatorNamespace, preflight.DefaultProbeNamespace} {
+		Expect(ensureNamespace(ctx, k8s, ns)).To(Succeed())
+	}
+	// The Windows join gate ships in config/admission, as users install it.
+	admission, err := install.Build(filepath.Join(repoRoot, "config", "admission"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(install.Create(ctx, k8s, admission, install.Named(gate.Name))).To(Succeed())
 
 	// The production binary, from outside the cluster, as a user of its own.
 	bin := os.Getenv("WINREADY_BIN")

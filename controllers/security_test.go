@@ -1,0 +1,515 @@
+package controllers_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/podcheck"
+	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/test/calicosim"
+	installpkg "github.com/winready/winready/test/install"
+)
+
+const (
+	managerSA = "system:serviceaccount:winready-system:winready-manager"
+	agentSA   = "system:serviceaccount:winready-probe:winready-probe"
+)
+
+// managerImage is the image config/default gives the manager; the operator
+// under test runs its probe agents with it, as the manager in a pod does.
+var managerImage string
+
+// installConfig installs config/default but its CRD (envtest installs it),
+// with the namespaces its Roles live in.
+func installConfig() {
+	for _, ns := range []string{"calico-system", "tigera-operator", "kube-public"} {
+		ensureNamespace(ns)
+	}
+	objs := install()
+	Expect(installpkg.Create(ctx, k8s, objs, func(u *unstructured.Unstructured) bool {
+		return u.GetKind() != "CustomResourceDefinition"
+	})).To(Succeed())
+	managerImage = managerDeployment(objs).Spec.Template.Spec.Containers[0].Image
+}
+
+func managerDeployment(objs []*unstructured.Unstructured) *appsv1.Deployment {
+	for _, obj := range objs {
+		if obj.GetKind() == "Deployment" && obj.GetName() == "winready-manager" {
+			d := &appsv1.Deployment{}
+			Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, d)).To(Succeed())
+			return d
+		}
+	}
+	Fail("config/default has no manager Deployment")
+	return nil
+}
+
+func allowed(user string, attrs authorizationv1.ResourceAttributes) bool {
+	ns := strings.Split(user, ":")
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns[len(ns)-2]},
+		ResourceAttributes: &attrs,
+	}}
+	Expect(k8s.Create(ctx, sar)).To(Succeed())
+	return sar.Status.Allowed
+}
+
+// access is one request: namespace, verb, group, resource, name.
+type access struct{ ns, verb, group, resource, name string }
+
+func (a access) attrs() authorizationv1.ResourceAttributes {
+	resource, sub, _ := strings.Cut(a.resource, "/")
+	return authorizationv1.ResourceAttributes{Namespace: a.ns, Verb: a.verb, Group: a.group, Resource: resource, Subresource: sub, Name: a.name}
+}
+
+// managerMay is every request the manager's rules allow, the name where a
+// rule names it. Each rule of config/default must be covered by one.
+var managerMay = []access{
+	{"", "get", "winready.io", "windowsreadinesses", ""},
+	{"", "watch", "winready.io", "windowsreadinesses", ""},
+	{"", "patch", "winready.io", "windowsreadinesses/status", "default"},
+	{"", "watch", "operator.tigera.io", "installations", ""},
+	{"", "patch", "operator.tigera.io", "installations", "default"},
+	{"", "watch", "operator.tigera.io", "tigerastatuses", ""},
+	{"", "create", "projectcalico.org", "ipamconfigurations", ""},
+	{"", "patch", "projectcalico.org", "ipamconfigurations", "default"},
+	{"", "delete", "projectcalico.org", "ipamconfigurations", "default"},
+	{"", "get", "projectcalico.org", "felixconfigurations", "default"},
+	{"", "list", "projectcalico.org", "ippools", ""},
+	{"", "list", "projectcalico.org", "bgppeers", ""},
+	{"", "list", "crd.projectcalico.org", "ipamblocks", ""},
+	{"", "list", "networking.k8s.io", "networkpolicies", ""},
+	{"", "list", "networking.k8s.io", "servicecidrs", ""},
+	{"", "list", "apps", "daemonsets", ""},
+	{"", "watch", "", "nodes", ""},
+	{"calico-system", "watch", "apps", "daemonsets", ""},
+	{"calico-system", "watch", "", "pods", ""},
+	{"default", "list", "discovery.k8s.io", "endpointslices", ""},
+	{"default", "create", "events.k8s.io", "events", ""},
+	{"tigera-operator", "create", "", "configmaps", ""},
+	{"tigera-operator", "watch", "", "configmaps", "kubernetes-services-endpoint"},
+	{"tigera-operator", "patch", "", "configmaps", "kubernetes-services-endpoint"},
+	{"tigera-operator", "delete", "", "configmaps", "kubernetes-services-endpoint"},
+	{"winready-system", "create", "", "configmaps", ""},
+	{"winready-system", "get", "", "configmaps", "winready-originals"},
+	{"winready-system", "delete", "", "configmaps", "winready-originals"},
+	{"winready-system", "create", "coordination.k8s.io", "leases", ""},
+	{"winready-system", "update", "coordination.k8s.io", "leases", "winready.winready.io"},
+	{"winready-probe", "create", "apps", "daemonsets", ""},
+	{"winready-probe", "delete", "apps", "daemonsets", "winready-probe"},
+	{"winready-probe", "create", "", "configmaps", ""},
+	{"winready-probe", "watch", "", "configmaps", ""},
+	{"winready-probe", "deletecollection", "", "configmaps", ""},
+	{"winready-probe", "get", "", "configmaps", "winready-probe"},
+	{"winready-probe", "delete", "", "configmaps", "winready-probe"},
+	{"kube-system", "get", "", "configmaps", "kubeadm-config"},
+	{"kube-system", "get", "", "services", "kube-dns"},
+	{"kube-public", "get", "", "configmaps", "cluster-info"},
+}
+
+// managerMayNot are the neighbours of those requests.
+var managerMayNot = []access{
+	{"", "create", "admissionregistration.k8s.io", "validatingadmissionpolicies", ""},
+	{"", "update", "admissionregistration.k8s.io", "validatingadmissionpolicies", "winready-windows-node-gate"},
+	{"", "delete", "admissionregistration.k8s.io", "validatingadmissionpolicies", "other-policy"},
+	{"", "delete", "admissionregistration.k8s.io", "validatingadmissionpolicybindings", "winready-probe-daemonset"},
+	{"", "patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "other"},
+	{"", "update", "winready.io", "windowsreadinesses", "default"},
+	{"", "patch", "winready.io", "windowsreadinesses/status", "other"},
+	{"", "patch", "operator.tigera.io", "installations", "other"},
+	{"", "delete", "operator.tigera.io", "installations", "default"},
+	{"", "delete", "projectcalico.org", "ipamconfigurations", "other"},
+	{"", "patch", "projectcalico.org", "ippools", "default-ipv4-ippool"},
+	{"", "patch", "", "nodes", "linux-0"},
+	{"", "list", "", "secrets", ""},
+	{"winready-system", "get", "", "secrets", "any"},
+	{"winready-probe", "get", "", "secrets", "any"},
+	{"tigera-operator", "get", "", "secrets", "any"},
+	{"tigera-operator", "get", "", "configmaps", "other"},
+	{"tigera-operator", "patch", "", "configmaps", "other"},
+	{"tigera-operator", "delete", "", "configmaps", "other"},
+	{"tigera-operator", "watch", "", "configmaps", ""},
+	{"winready-system", "get", "", "configmaps", "other"},
+	{"winready-system", "delete", "", "configmaps", "other"},
+	{"winready-system", "list", "", "configmaps", ""},
+	{"winready-system", "update", "coordination.k8s.io", "leases", "other"},
+	{"winready-system", "create", "apps", "daemonsets", ""},
+	{"winready-system", "create", "", "pods", ""},
+	{"default", "create", "apps", "daemonsets", ""},
+	{"calico-system", "create", "apps", "daemonsets", ""},
+	{"kube-system", "create", "apps", "daemonsets", ""},
+	{"winready-probe", "delete", "apps", "daemonsets", "other"},
+	{"winready-probe", "update", "apps", "daemonsets", "winready-probe"},
+	{"winready-probe", "create", "", "pods", ""},
+	{"winready-probe", "get", "", "configmaps", "other"},
+	{"kube-system", "get", "", "configmaps", "coredns"},
+	{"kube-system", "create", "", "configmaps", ""},
+	{"default", "list", "", "configmaps", ""},
+}
+
+// agentMay and agentMayNot are the probe agents' requests; which report an
+// agent may write is left to admission (below).
+var agentMay = []access{
+	{"winready-probe", "get", "", "configmaps", "winready-probe"},
+	{"winready-probe", "create", "", "configmaps", ""},
+	{"winready-probe", "update", "", "configmaps", "winready-probe-report-linux-0"},
+}
+
+var agentMayNot = []access{
+	{"winready-probe", "get", "", "configmaps", "other"},
+	{"winready-probe", "delete", "", "configmaps", "winready-probe"},
+	{"winready-probe", "list", "", "configmaps", ""},
+	{"winready-probe", "get", "", "secrets", "any"},
+	{"winready-system", "create", "", "configmaps", ""},
+	{"winready-system", "get", "", "configmaps", "winready-originals"},
+	{"", "list", "", "nodes", ""},
+}
+
+// boundRules are the RBAC rules config/default binds to the ServiceAccount
+// (namespace/name), with the namespace each applies in ("" cluster-wide).
+func boundRules(objs []*unstructured.Unstructured, sa string) map[string][]rbacv1.PolicyRule {
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, obj := range objs {
+		switch obj.GetKind() {
+		case "ClusterRole", "Role":
+			role := &rbacv1.Role{}
+			Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, role)).To(Succeed())
+			roles[obj.GetKind()+"/"+obj.GetNamespace()+"/"+obj.GetName()] = role.Rules
+		}
+	}
+	bound := map[string][]rbacv1.PolicyRule{}
+	for _, obj := range objs {
+		if k := obj.GetKind(); k != "ClusterRoleBinding" && k != "RoleBinding" {
+			continue
+		}
+		b := &rbacv1.RoleBinding{}
+		Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, b)).To(Succeed())
+		for _, s := range b.Subjects {
+			if s.Kind == "ServiceAccount" && s.Namespace+"/"+s.Name == sa {
+				roleNS := b.Namespace
+				if b.RoleRef.Kind == "ClusterRole" {
+					roleNS = ""
+				}
+				key := b.RoleRef.Kind + "/" + roleNS + "/" + b.RoleRef.Name
+				Expect(roles).To(HaveKey(key), "binding %s/%s", b.Namespace, b.Name)
+				bound[b.Namespace] = append(bound[b.Namespace], roles[key]...)
+			}
+		}
+	}
+	return bound
+}
+
+// covers says whether a request exercises the rule, bound in namespace ns
+// ("" cluster-wide).
+func covers(rule rbacv1.PolicyRule, ns string, a access) bool {
+	if a.ns != ns {
+		return false
+	}
+	names := rule.ResourceNames
+	return containsAll([]string{a.group}, rule.APIGroups) && containsAll([]string{a.resource}, rule.Resources) &&
+		containsAll([]string{a.verb}, rule.Verbs) && (len(names) == 0 || containsAll([]string{a.name}, names))
+}
+
+func containsAll(want, in []string) bool {
+	for _, w := range want {
+		found := false
+		for _, i := range in {
+			found = found || i == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// writeVerbs are the verbs that change objects.
+var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection", "*"}
+
+// writeRules counts the rules bound to sa that allow a write, by namespace;
+// with anyName, only those that allow a write other than create to objects
+// of any name (a create request carries no name).
+func writeRules(objs []*unstructured.Unstructured, sa string, anyName bool) map[string]int {
+	counts := map[string]int{}
+	for ns, rules := range boundRules(objs, sa) {
+		for _, r := range rules {
+			for _, v := range r.Verbs {
+				if containsAll([]string{v}, writeVerbs) && (!anyName || v != "create" && len(r.ResourceNames) == 0) {
+					counts[ns]++
+					break
+				}
+			}
+		}
+	}
+	return counts
+}
+
+var _ = Describe("Least privilege", func() {
+	It("grants the manager and the agents each rule with a request that needs it, and refuses its neighbours", func() {
+		objs := install()
+		for _, a := range managerMay {
+			Expect(allowed(managerSA, a.attrs())).To(BeTrue(), "the manager may %+v", a)
+		}
+		for _, a := range managerMayNot {
+			Expect(allowed(managerSA, a.attrs())).To(BeFalse(), "the manager may not %+v", a)
+		}
+		for _, a := range agentMay {
+			Expect(allowed(agentSA, a.attrs())).To(BeTrue(), "an agent may %+v", a)
+		}
+		for _, a := range agentMayNot {
+			Expect(allowed(agentSA, a.attrs())).To(BeFalse(), "an agent may not %+v", a)
+		}
+
+		By("covering every rule of config/default with an allowed request")
+		for sa, may := range map[string][]access{"winready-system/winready-manager": managerMay, "winready-probe/winready-probe": agentMay} {
+			for ns, rules := range boundRules(objs, sa) {
+				for _, rule := range rules {
+					covered := false
+					for _, a := range may {
+						covered = covered || covers(rule, ns, a)
+					}
+					Expect(covered).To(BeTrue(), "rule %+v in namespace %q of %s has a request in the test", rule, ns, sa)
+				}
+			}
+		}
+
+		By("counting the rules that allow writes, as the README's table does")
+		manager, agent := "winready-system/winready-manager", "winready-probe/winready-probe"
+		Expect(writeRules(objs, manager, false)).To(Equal(map[string]int{
+			"": 4, "default": 1, "tigera-operator": 2, "winready-system": 4, "winready-probe": 4,
+		}))
+		Expect(writeRules(objs, manager, true)).To(Equal(map[string]int{"default": 1, "winready-probe": 1}),
+			"events are patched by generated names; reports are deleted as a collection")
+		Expect(writeRules(objs, agent, false)).To(Equal(map[string]int{"winready-probe": 1}))
+		Expect(writeRules(objs, agent, true)).To(Equal(map[string]int{"winready-probe": 1}),
+			"reports are updated by node name, which admission checks")
+	})
+
+	It("pins the probe agents to the manager's image by digest when config/default is given a digest", func() {
+		const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+		// What `kustomize edit set image winready=...@sha256:...` writes into
+		// config/default, in a copy of config/.
+		dir := GinkgoT().TempDir()
+		Expect(os.CopyFS(dir, os.DirFS(filepath.Join("..", "config")))).To(Succeed())
+		path := filepath.Join(dir, "default", "kustomization.yaml")
+		k, err := os.ReadFile(path)
+		Expect(err).NotTo(HaveOccurred())
+		pinned := strings.Replace(string(k), "- name: winready\n  newTag: dev\n",
+			"- name: winready\n  newName: registry.example.com/winready\n  digest: "+digest+"\n", 1)
+		Expect(pinned).NotTo(Equal(string(k)), "config/default names the image")
+		Expect(os.WriteFile(path, []byte(pinned), 0o600)).To(Succeed())
+		objs, err := installpkg.Build(filepath.Join(dir, "default"))
+		Expect(err).NotTo(HaveOccurred())
+		d := managerDeployment(objs)
+		want := "registry.example.com/winready@" + digest
+		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(want))
+		Expect(d.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "WINREADY_IMAGE", Value: want}),
+			"the probe agents get the digest too")
+
+		By("admitting the probe only with the manager's digest")
+		setManagerImage(want)
+		DeferCleanup(setManagerImage, managerImage)
+		Eventually(func() error { return createAsManager(probeDaemonSet(want)) }).Should(Succeed())
+		Eventually(func() error { return createAsManager(probeDaemonSet("registry.example.com/winready:v0.1.0")) }).
+			Should(MatchError(ContainSubstring("manager's own image")))
+	})
+})
+
+// setManagerImage sets the installed manager Deployment's image, the
+// parameter of the probe admission policy.
+func setManagerImage(image string) {
+	d := &appsv1.Deployment{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "winready-manager"}, d)).To(Succeed())
+	d.Spec.Template.Spec.Containers[0].Image = image
+	Expect(k8s.Update(ctx, d)).To(Succeed())
+}
+
+var _ = Describe("Admission in the probe namespace", func() {
+	It("admits only the probe DaemonSet, exactly as winready builds it", func() {
+		Eventually(func() error { return createAsManager(probeDaemonSet(managerImage)) }).Should(Succeed(), "the real probe")
+		rejected := map[string]func(*appsv1.DaemonSet){
+			"mounts no volumes": func(ds *appsv1.DaemonSet) {
+				pod := &ds.Spec.Template.Spec
+				pod.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+				pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "root", MountPath: "/host"}}
+			},
+			"is privileged or may escalate": func(ds *appsv1.DaemonSet) {
+				sc := ds.Spec.Template.Spec.Containers[0].SecurityContext
+				sc.Privileged, sc.AllowPrivilegeEscalation = ptr.To(true), ptr.To(true)
+			},
+			"manager's own image": func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.Containers[0].Image = "registry.example.com/attacker:latest"
+			},
+			"adds only NET_RAW": func(ds *appsv1.DaemonSet) {
+				caps := ds.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities
+				caps.Add = append(caps.Add, "SYS_ADMIN")
+			},
+			"its fixed command": func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "id"}
+			},
+			"read-only root filesystem": func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem = ptr.To(false)
+			},
+			"no other host namespace":              func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.HostPID = true },
+			"only the probe uses the host network": func(ds *appsv1.DaemonSet) { ds.Name = "other" },
+		}
+		for why, change := range rejected {
+			ds := probeDaemonSet(managerImage)
+			change(ds)
+			Expect(createAsManager(ds)).To(MatchError(ContainSubstring(why)), why)
+		}
+
+		By("leaving room for DaemonSets at the restricted level, such as the pod network check")
+		check := podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		Expect(createAsManager(check)).To(Succeed())
+		check.Spec.Template.Spec.ServiceAccountName = preflight.ProbeServiceAccount
+		Expect(createAsManager(check)).To(MatchError(ContainSubstring("only the probe runs as the winready-probe ServiceAccount")))
+		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_RAW"}
+		Expect(createAsManager(check)).To(MatchError(ContainSubstring("drop all capabilities")))
+		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check.Spec.Template.Spec.SecurityContext.RunAsUser = ptr.To[int64](0)
+		Expect(createAsManager(check)).To(MatchError(ContainSubstring("run as non-root")))
+
+		outside := probeDaemonSet(managerImage)
+		outside.Namespace = operatorNamespace
+		Expect(apierrors.IsForbidden(createAsManager(outside))).To(BeTrue(), "no DaemonSet outside the probe namespace")
+	})
+})
+
+// probeDaemonSet is the probe DaemonSet the reconciler creates.
+func probeDaemonSet(image string) *appsv1.DaemonSet {
+	return preflight.AgentDaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: image}, "r", nil)
+}
+
+// asUser is a client of the suite's API server as another identity.
+func asUser(mutate func(*rest.Config)) client.Client {
+	c := rest.CopyConfig(cfg)
+	mutate(c)
+	cl, err := client.New(c, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return cl
+}
+
+func asManager() client.Client {
+	return asUser(func(c *rest.Config) {
+		c.Impersonate = rest.ImpersonationConfig{UserName: managerSA, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:winready-system"}}
+	})
+}
+
+// createAsManager creates obj in a dry run, as the manager's ServiceAccount.
+func createAsManager(obj client.Object) error {
+	return asManager().Create(ctx, obj, client.DryRunAll)
+}
+
+// agentOn is a client holding a token bound to a probe pod on node, as the
+// agent running there holds; the pod is removed after the spec.
+func agentOn(node string) client.Client {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, GenerateName: "agent-"},
+		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: preflight.ProbeServiceAccount,
+			Containers: []corev1.Container{{Name: "probe", Image: managerImage}}}}
+	Expect(k8s.Create(ctx, pod)).To(Succeed())
+	DeferCleanup(func() {
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)))).To(Succeed())
+	})
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ProbeServiceAccount}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: ptr.To[int64](3600),
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	Expect(k8s.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
+	return asUser(func(c *rest.Config) {
+		c.CertData, c.KeyData, c.CertFile, c.KeyFile = nil, nil, "", ""
+		c.BearerToken = tr.Status.Token
+	})
+}
+
+// report is node's report ConfigMap claiming to be from claimed.
+func report(node, claimed string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ReportName(node),
+			Labels: map[string]string{preflight.ReportLabel: "r"}},
+		Data: preflight.EncodeReport("r", claimed, "capture", nil, nil, ""),
+	}
+}
+
+var _ = Describe("Probe reports", func() {
+	var op *operator
+
+	BeforeEach(func() {
+		for _, n := range []string{"node-a", "node-b"} {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{calico.OSLabel: "linux"}}}
+			Expect(k8s.Create(ctx, node)).To(Succeed())
+			DeferCleanup(deleteNode, n)
+		}
+	})
+
+	AfterEach(func() {
+		resetCluster(op)
+		op = nil
+	})
+
+	It("accept from an agent only its own node's report, never the plan", func() {
+		a := agentOn("node-a")
+		plan := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ProbeName}}
+		Expect(a.Create(ctx, plan, client.DryRunAll)).To(MatchError(ContainSubstring("writes only ConfigMap winready-probe-report-node-a")))
+		Expect(k8s.Create(ctx, plan)).To(Succeed())
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, plan)).To(Succeed()) })
+		Expect(a.Get(ctx, client.ObjectKeyFromObject(plan), &corev1.ConfigMap{})).To(Succeed(), "an agent reads the plan")
+		plan.Data = map[string]string{"node-b": "10.0.0.1|"}
+		Expect(a.Update(ctx, plan)).To(MatchError(ContainSubstring("writes only ConfigMap winready-probe-report-node-a")))
+
+		Expect(a.Create(ctx, report("node-b", "node-b"), client.DryRunAll)).To(MatchError(ContainSubstring("writes only ConfigMap")))
+		Expect(a.Create(ctx, report("node-a", "node-b"), client.DryRunAll)).To(MatchError(ContainSubstring("reports only for its own node")))
+		own := report("node-a", "node-a")
+		Expect(a.Create(ctx, own)).To(Succeed())
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, own)).To(Succeed()) })
+		Expect(a.Update(ctx, own)).To(Succeed(), "an agent restarted within the round replaces its report")
+
+		By("refusing a token bound to no pod")
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ProbeServiceAccount}}
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+		Expect(k8s.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
+		unbound := asUser(func(c *rest.Config) {
+			c.CertData, c.KeyData, c.CertFile, c.KeyFile = nil, nil, "", ""
+			c.BearerToken = tr.Status.Token
+		})
+		Expect(unbound.Create(ctx, report("node-a", "node-a"), client.DryRunAll)).To(MatchError(ContainSubstring("the token of its pod")))
+	})
+
+	It("let a full migration run as the manager's ServiceAccount, with a probe round the agents write with their own tokens", func() {
+		seed(calicosim.MainCluster())
+		writers := map[string]client.Client{}
+		for _, n := range []string{"linux-0", "linux-1", "linux-2"} {
+			writers[n] = agentOn(n)
+		}
+		agents.WriteAs(func(node string) client.Client { return writers[node] })
+		asSA := rest.CopyConfig(cfg)
+		asSA.Impersonate = rest.ImpersonationConfig{UserName: managerSA, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:winready-system"}}
+		op = startOperatorWith(operatorOptions{restCfg: asSA})
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		probe := getWR().Status.Preflight.Probe
+		Expect(probe.Nodes).To(BeEquivalentTo(3))
+		Expect(probe.MissingReports).To(BeZero(), "each agent's report was admitted")
+		Expect(probe.PassedPairs).To(BeEquivalentTo(6))
+	})
+})
