@@ -51,6 +51,12 @@ $(CRDS):
 test: envtest-assets build vet ## Run every test on envtest (the end-to-end scenarios against the simulator included).
 	# One package at a time: each envtest suite runs its own control plane.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./... -p 1 -count=1 -timeout 30m $(GINKGO_FLAGS)
+	$(MAKE) kit-example
+
+.PHONY: kit-example
+kit-example: envtest-assets ## Run test/ci-example: a platform team's CI suite, a module of its own, on the test kit.
+	cd test/ci-example && go vet ./... && KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) WINREADY_CALICO_CRDS=$(CURDIR)/bin/crds \
+		go test ./... -count=1 -timeout 10m
 
 .PHONY: demo
 demo: envtest-assets ## Run the operator on a local control plane with a simulated Calico cluster.

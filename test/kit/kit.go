@@ -1,0 +1,236 @@
+package kit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/winready/winready/config/crd"
+	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/test/calicosim"
+)
+
+// CalicoCRDsEnv names the environment variable Options.CalicoCRDs defaults to.
+const CalicoCRDsEnv = "WINREADY_CALICO_CRDS"
+
+// Namespace is where winready runs and keeps the record of the originals,
+// as config/default installs it; its probe rounds run in
+// preflight.DefaultProbeNamespace.
+const Namespace = "winready-system"
+
+// controlPlaneStartTimeout bounds the start of kube-apiserver and of etcd
+// unless KUBEBUILDER_CONTROLPLANE_START_TIMEOUT says otherwise.
+const controlPlaneStartTimeout = 2 * time.Minute
+
+// DefaultTimeout bounds each wait of a Cluster when Options.Timeout is zero.
+const DefaultTimeout = 3 * time.Minute
+
+// Node is a simulated node: a Node object with its InternalIP and the
+// kubernetes.io/os label, Ready.
+type Node = calicosim.Node
+
+// Options say what to start. Every field is optional but Seed.
+type Options struct {
+	// Seed is the cluster's YAML: the Installation "default" and any other
+	// objects (see the package documentation).
+	Seed []byte
+	// Nodes are the cluster's nodes; empty means three Linux nodes, linux-0
+	// to linux-2 at 10.0.0.11 to 10.0.0.13.
+	Nodes []Node
+	// CalicoCRDs is the directory of Calico's CRDs; empty means the
+	// environment variable WINREADY_CALICO_CRDS.
+	CalicoCRDs string
+	// ControlPlane is the directory of kube-apiserver and etcd; empty means
+	// the environment variable KUBEBUILDER_ASSETS.
+	ControlPlane string
+	// Timeout bounds each wait of the Cluster's methods when their context
+	// has no deadline of its own; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Cluster is a running control plane with the simulated Calico cluster and
+// winready's reconciler.
+type Cluster struct {
+	env     *envtest.Environment
+	cfg     *rest.Config
+	client  client.Client
+	timeout time.Duration
+	cancel  context.CancelFunc
+	done    chan error
+	running int
+}
+
+// T is what Start needs of a test: *testing.T, *testing.B and Ginkgo's
+// GinkgoT() all have it.
+type T interface {
+	Helper()
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// Start is New for a test: it fails the test when the cluster cannot start,
+// and stops the cluster when the test ends.
+func Start(t T, opts Options) *Cluster {
+	t.Helper()
+	c, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("kit: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("kit: stopping: %v", err)
+		}
+	})
+	return c
+}
+
+// New starts the control plane, seeds the cluster, and runs the simulated
+// Tigera operator and winready's reconciler until Stop. It returns once the
+// seeded cluster is at rest. ctx bounds the start only.
+func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	seed, err := parseSeed(opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	env, err := environment(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{env: env, timeout: opts.Timeout, done: make(chan error, 2)}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.cfg, err = env.Start(); err != nil {
+		return nil, fmt.Errorf("starting the control plane (kube-apiserver and etcd from Options.ControlPlane or KUBEBUILDER_ASSETS): %w", err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.Stop())
+		}
+	}()
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	if c.client, err = client.New(c.cfg, client.Options{Scheme: scheme}); err != nil {
+		return nil, err
+	}
+	if err := c.seed(ctx, seed, opts.Nodes); err != nil {
+		return nil, err
+	}
+	return c, c.run(ctx)
+}
+
+// environment is the control plane with winready's CRD and Calico's.
+func environment(opts Options) (*envtest.Environment, error) {
+	dir := opts.CalicoCRDs
+	if dir == "" {
+		dir = os.Getenv(CalicoCRDsEnv)
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("no Calico CRDs: set Options.CalicoCRDs or %s to a directory with operator/ and calico/ "+
+			"(bin/crds after hack/calico-crds.sh in a winready checkout)", CalicoCRDsEnv)
+	}
+	own, err := crd.CRDs()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		CRDs:                  own,
+		CRDDirectoryPaths:     []string{filepath.Join(dir, "operator"), filepath.Join(dir, "calico")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: opts.ControlPlane,
+	}
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		// envtest's 20 seconds are short on a busy CI runner.
+		env.ControlPlaneStartTimeout = controlPlaneStartTimeout
+	}
+	return env, nil
+}
+
+// run starts the simulated Tigera operator, waits for the seeded cluster to
+// be at rest, then starts winready's manager as main.go wires it.
+func (c *Cluster) run(ctx context.Context) error {
+	for _, ns := range []string{Namespace, preflight.DefaultProbeNamespace} {
+		err := c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	scheme := c.client.Scheme()
+	sim, _, _, err := calicosim.NewManager(c.cfg, scheme, calicosim.Options{}, preflight.DefaultProbeNamespace)
+	if err != nil {
+		return err
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	c.start(mctx, sim)
+	if err := calicosim.WaitSettled(ctx, c.client, c.timeout); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(c.cfg, ctrl.Options{
+		Scheme:  scheme,
+		Cache:   controllers.CacheOptions(preflight.DefaultProbeNamespace),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		// Several clusters may run, one after another, in one test binary.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return err
+	}
+	r, err := controllers.NewReconciler(mgr, Namespace, "winready:kit")
+	if err != nil {
+		return err
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	c.start(mctx, mgr)
+	return nil
+}
+
+func (c *Cluster) start(ctx context.Context, mgr ctrl.Manager) {
+	c.running++
+	go func() { c.done <- mgr.Start(ctx) }()
+}
+
+// Stop stops winready, the simulator and the control plane.
+func (c *Cluster) Stop() error {
+	var err error
+	if c.cancel != nil {
+		c.cancel()
+	}
+	for ; c.running > 0; c.running-- {
+		err = errors.Join(err, <-c.done)
+	}
+	if c.env != nil {
+		err = errors.Join(err, c.env.Stop())
+		c.env = nil
+	}
+	return err
+}
+
+// Client reads and writes the cluster straight on the API server, without a
+// cache, as an administrator; its scheme knows winready's, Calico's, the
+// Tigera operator's and Kubernetes' types.
+func (c *Cluster) Client() client.Client { return c.client }
+
+// Config is the administrator's connection to the API server, for clients of
+// one's own.
+func (c *Cluster) Config() *rest.Config { return c.cfg }

@@ -1,0 +1,126 @@
+package kit_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/test/kit"
+)
+
+// Ginkgo suites start the kit with GinkgoT().
+var _ kit.T = ginkgo.GinkgoT()
+
+var calicoCRDs = filepath.Join("..", "..", "bin", "crds")
+
+func TestNewRefusesASeedWithoutTheInstallation(t *testing.T) {
+	pool := "apiVersion: projectcalico.org/v3\nkind: IPPool\nmetadata:\n  name: p\nspec:\n  cidr: 10.1.0.0/16\n"
+	inst := func(name string) string {
+		return "apiVersion: operator.tigera.io/v1\nkind: Installation\nmetadata:\n  name: " + name + "\n"
+	}
+	for _, tc := range []struct{ name, seed, want string }{
+		{"empty", "", "no Installation named default"},
+		{"pools only", pool, "no Installation named default"},
+		{"another name", inst("main"), `Installation "main": the Tigera operator reads one Installation, named default`},
+		{"two", inst("default") + "---\n" + inst("default"), "the Tigera operator reads one Installation"},
+		{"no kind", "metadata:\n  name: x\n", "an object without kind"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := kit.New(context.Background(), kit.Options{Seed: []byte(tc.seed), CalicoCRDs: t.TempDir()})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewSaysWhereCalicosCRDsComeFrom(t *testing.T) {
+	t.Setenv(kit.CalicoCRDsEnv, "")
+	_, err := kit.New(context.Background(), kit.Options{Seed: []byte(clusterYAML)})
+	if err == nil || !strings.Contains(err.Error(), "WINREADY_CALICO_CRDS") || !strings.Contains(err.Error(), "hack/calico-crds.sh") {
+		t.Fatalf("New: %v, want an error naming WINREADY_CALICO_CRDS and hack/calico-crds.sh", err)
+	}
+}
+
+// An export with `kubectl get -o yaml`: a List, with what the API server set.
+const exportedPoolYAML = `
+apiVersion: v1
+kind: List
+items:
+- apiVersion: projectcalico.org/v3
+  kind: IPPool
+  metadata:
+    name: extra-pool
+    resourceVersion: "4711"
+    uid: 1c1f4d3e-0000-4000-8000-000000000000
+    creationTimestamp: "2026-01-02T03:04:05Z"
+  spec:
+    cidr: 172.30.0.0/16
+    vxlanMode: CrossSubnet
+    ipipMode: Never
+    natOutgoing: true
+    blockSize: 26
+    nodeSelector: all()
+- apiVersion: projectcalico.org/v3
+  kind: IPAMConfiguration
+  metadata:
+    name: default
+  spec:
+    strictAffinity: false
+    autoAllocateBlocks: true
+    maxBlocksPerHost: 20
+`
+
+func TestAClusterSeededWithAPoolOutsideTheInstallation(t *testing.T) {
+	c := kit.Start(t, kit.Options{Seed: []byte(clusterYAML + "---\n" + exportedPoolYAML), CalicoCRDs: calicoCRDs,
+		Timeout: time.Minute})
+	t.Run("validation is strict: an unknown field is refused", func(t *testing.T) {
+		err := c.Validate(context.Background(), []byte(strings.Replace(wrYAML, "serviceCIDRs", "serviceCIDR", 1)))
+		if err == nil || !strings.Contains(err.Error(), `unknown field "spec.serviceCIDR"`) {
+			t.Fatalf("Validate: %v, want the unknown field refused", err)
+		}
+	})
+	t.Run("a failed preflight stops before any change", func(t *testing.T) { failedPreflight(t, c) })
+}
+
+func failedPreflight(t *testing.T, c *kit.Cluster) {
+	ctx := context.Background()
+	plan, err := c.Plan(ctx, []byte(wrYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Preflight.Passed || plan.Preflight.Reason != "PreflightFailed" || plan.Changes != nil {
+		t.Fatalf("the pool outside the Installation fails the preflight and leaves no plan: %+v", plan)
+	}
+	failed := plan.Preflight.Failed()
+	if len(failed) != 1 || failed[0].Name != "PoolsOutsideInstallation" || !strings.Contains(failed[0].Message, "extra-pool") {
+		t.Fatalf("failed checks: %+v, want PoolsOutsideInstallation naming extra-pool", failed)
+	}
+
+	if _, err := c.Apply(ctx, []byte(wrYAML)); err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.Preflight(ctx)
+	if err != nil || v.Passed || len(v.Failed()) != 1 {
+		t.Fatalf("Preflight: %+v, %v; want the failed verdict without a dry run too", v, err)
+	}
+	_, err = c.WaitPhase(ctx, v1alpha1.PhaseReady)
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "Stalled (PreflightFailed)") {
+		t.Fatalf("WaitPhase(Ready): %v, want it to end as soon as winready stalls on the preflight", err)
+	}
+	ipam := &calicov3.IPAMConfiguration{}
+	if err := c.Client().Get(ctx, client.ObjectKey{Name: "default"}, ipam); err != nil {
+		t.Fatal(err)
+	}
+	if ipam.Spec.StrictAffinity || ipam.Spec.MaxBlocksPerHost != 20 {
+		t.Fatalf("the seed's IPAMConfiguration, unchanged: %+v", ipam.Spec)
+	}
+}
