@@ -53,6 +53,16 @@ spec:
   serviceCIDRs: ["10.96.0.0/12"]
 `
 
+// A change to it that the CRD's CEL rules reject: host bits set.
+const badYAML = `
+apiVersion: winready.io/v1alpha1
+kind: WindowsReadiness
+metadata:
+  name: default
+spec:
+  serviceCIDRs: ["10.96.0.1/12"]
+`
+
 // Start a cluster from a platform team's YAML, look at the dry run's plan,
 // migrate, and validate a manifest that winready's CRD rejects.
 func Example() {
@@ -96,14 +106,7 @@ func Example() {
 	}
 	fmt.Println("Installation bgp:", *inst.Spec.CalicoNetwork.BGP)
 
-	fmt.Println(c.Validate(ctx, []byte(`
-apiVersion: winready.io/v1alpha1
-kind: WindowsReadiness
-metadata:
-  name: default
-spec:
-  serviceCIDRs: ["10.96.0.1/12"]
-`)))
+	fmt.Println(c.Validate(ctx, []byte(badYAML)))
 	// Output:
 	// preflight passed: true
 	// StrictAffinity: IPAMConfiguration default spec.strictAffinity: <absent> -> true
