@@ -55,6 +55,7 @@ test: envtest-assets build vet ## Run every test on envtest (the end-to-end scen
 
 .PHONY: kit-example
 kit-example: envtest-assets ## Run test/ci-example: a platform team's CI suite, a module of its own, on the test kit.
+	cd test/ci-example && { go mod tidy -diff || { echo "test/ci-example: run go mod tidy there and commit"; exit 1; }; }
 	cd test/ci-example && go vet ./... && KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) WINREADY_CALICO_CRDS=$(CURDIR)/bin/crds \
 		go test ./... -count=1 -timeout 10m
 
