@@ -19,6 +19,7 @@ import (
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/windows"
 )
 
 // FieldOwner is winready's field manager name in managedFields.
@@ -50,6 +51,8 @@ func CacheOptions(probeNamespace string) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.DaemonSet{}: {Namespaces: map[string]cache.Config{calico.SystemNamespace: {}}},
+			&corev1.Pod{}: {Namespaces: map[string]cache.Config{calico.SystemNamespace: {
+				LabelSelector: labels.SelectorFromSet(labels.Set{windows.PodLabel: windows.PodLabelValue})}}},
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{
 				calico.OperatorNamespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", calico.ServicesEndpointConfigMap)},
 				probeNamespace:           {LabelSelector: labels.NewSelector().Add(*reports)},

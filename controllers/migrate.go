@@ -57,9 +57,11 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 		return ctrl.Result{}, err
 	}
 	in.Originals = p.wr.Status.Originals
-	p.set(conditions.RollbackAllowed, metav1.ConditionTrue, conditions.ReasonNoWindowsNodes, "no Windows node has joined")
+	// Set once per pass: flipping it within a pass would move its transition time and rewrite the status.
 	if len(p.wr.Status.WindowsNodes) > 0 {
 		p.set(conditions.RollbackAllowed, metav1.ConditionFalse, conditions.ReasonWindowsNodesPresent, windowsNodesMessage(p.wr.Status.WindowsNodes))
+	} else {
+		p.set(conditions.RollbackAllowed, metav1.ConditionTrue, conditions.ReasonNoWindowsNodes, "no Windows node has joined")
 	}
 
 	if p.wr.Spec.DryRun {
@@ -72,7 +74,8 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 		p.event(corev1.EventTypeNormal, conditions.ReasonMigrated, "Migrate", "the cluster is ready for Windows nodes")
 	}
 	p.finish(conditions.ReasonMigrated, "the cluster is ready for Windows nodes")
-	return ctrl.Result{}, nil
+	// Once Ready, follow each Windows node as it joins.
+	return p.watchWindowsNodes(ctx)
 }
 
 // migrationBlocked says why the next change may not be made now.

@@ -261,6 +261,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&operatorv1.TigeraStatus{}, toDefault).
 		Watches(&appsv1.DaemonSet{}, toDefault).
 		Watches(&corev1.ConfigMap{}, toDefault).
-		WatchesMetadata(&corev1.Node{}, toDefault, builder.WithPredicates(windowsNodeChanged())).
+		WatchesMetadata(&corev1.Node{}, toDefault, builder.WithPredicates(predicate.Or(windowsNodeChanged(), windowsNodeUpdated()))).
+		// The calico-node-windows pods, as CacheOptions selects them.
+		Watches(&corev1.Pod{}, toDefault).
 		Complete(r)
 }

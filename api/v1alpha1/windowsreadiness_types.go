@@ -109,6 +109,18 @@ type WindowsNodesSpec struct {
 	// +kubebuilder:validation:Maximum=5000
 	// +optional
 	Expected *int32 `json:"expected,omitempty"`
+
+	// JoinTimeout is how long a Windows node may take to join once the
+	// cluster is Ready (counted from the later of the node's creation and
+	// Ready): its calico-node-windows pod Ready, an IPAM block affine to it
+	// and the node Ready. Past it, WindowsNodesHealthy is False and an Event
+	// names the node and what it waits for.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="must be between 1m and 24h"
+	// +kubebuilder:default="10m"
+	// +optional
+	JoinTimeout *metav1.Duration `json:"joinTimeout,omitempty"`
 }
 
 // RolloutSpec tunes how calico-node rolls out during the migration.
@@ -693,6 +705,66 @@ type WindowsReadinessStatus struct {
 	// progress, its pace and an estimate of the time left.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// WindowsNodeJoins says, once the cluster is Ready, how far each Windows
+	// node has come in joining and what it waits for: the first 50, those
+	// overdue first, then those joining, then those joined, each by name.
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	WindowsNodeJoins []WindowsNodeJoin `json:"windowsNodeJoins,omitempty"`
+}
+
+// JoinState is how far a Windows node has come in joining the cluster.
+// +kubebuilder:validation:Enum=Joining;Joined;Overdue
+type JoinState string
+
+const (
+	// JoinJoining: the node waits for something, within its join timeout.
+	JoinJoining JoinState = "Joining"
+	// JoinJoined: calico-node-windows and the node are Ready, with an IPAM
+	// block affine to the node.
+	JoinJoined JoinState = "Joined"
+	// JoinOverdue: the node still waits past spec.windowsNodes.joinTimeout.
+	JoinOverdue JoinState = "Overdue"
+)
+
+// WindowsNodeJoin is what a Windows node has done to join, and what it
+// waits for.
+type WindowsNodeJoin struct {
+	// Name is the Node's name.
+	// +kubebuilder:validation:MaxLength=253
+	Name  string    `json:"name"`
+	State JoinState `json:"state"`
+	// Pod is the node's calico-node-windows pod; empty while there is none.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Pod string `json:"pod,omitempty"`
+	// PodPhase is the pod's phase (Pending, Running...).
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	PodPhase string `json:"podPhase,omitempty"`
+	// PodReady is true when the pod's Ready condition is True.
+	// +optional
+	PodReady bool `json:"podReady,omitempty"`
+	// Block is the CIDR of an IPAM block affine to the node (host:<name>);
+	// empty while there is none.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Block string `json:"block,omitempty"`
+	// NodeReady is true when the Node's Ready condition is True.
+	// +optional
+	NodeReady bool `json:"nodeReady,omitempty"`
+	// WaitingFor says what is missing, with the pod's reason (image pull,
+	// crash loop with its last message, pending); empty once joined.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	WaitingFor string `json:"waitingFor,omitempty"`
+	// Since is when the node entered its state, or when the watch began for
+	// it (the later of its creation and the cluster becoming Ready). A
+	// joining node is overdue at Since plus spec.windowsNodes.joinTimeout.
+	Since metav1.Time `json:"since"`
 }
 
 // WindowsReadiness migrates a Calico cluster into the mode Windows nodes need,

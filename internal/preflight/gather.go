@@ -298,11 +298,21 @@ func gatherBorrowed(ctx context.Context, r client.Reader, api CalicoAPI, in *Inp
 			}
 		}
 	}
+	readable, err := EachIPAMBlockPage(ctx, r, api, func(blocks []calicov3.IPAMBlock) error { count(blocks); return nil })
+	in.BlocksUnreadable = !readable
+	return err
+}
+
+// EachIPAMBlockPage calls visit with every page of IPAM blocks, read through
+// projectcalico.org/v3 where it serves them, else as crd.projectcalico.org/v1
+// IPAMBlocks (the Calico API server serves no ipamblocks). It returns false
+// when neither serves them.
+func EachIPAMBlockPage(ctx context.Context, r client.Reader, api CalicoAPI, visit func([]calicov3.IPAMBlock) error) (bool, error) {
 	switch {
 	case api.V3["ipamblocks"]:
 		blocks := &calicov3.IPAMBlockList{}
-		if err := listPages(ctx, r, blocks, func() error { count(blocks.Items); return nil }); err != nil {
-			return fmt.Errorf("listing ipamblocks: %w", err)
+		if err := listPages(ctx, r, blocks, func() error { return visit(blocks.Items) }); err != nil {
+			return true, fmt.Errorf("listing ipamblocks: %w", err)
 		}
 	case api.V1["ipamblocks"]:
 		// The Calico API server does not serve IPAM blocks; its CRDs hold them
@@ -316,14 +326,13 @@ func gatherBorrowed(ctx context.Context, r client.Reader, api CalicoAPI, in *Inp
 					return fmt.Errorf("reading ipamblock %s: %w", blocks.Items[i].GetName(), err)
 				}
 			}
-			count(typed)
-			return nil
+			return visit(typed)
 		})
 		if err != nil {
-			return fmt.Errorf("listing ipamblocks.crd.projectcalico.org: %w", err)
+			return true, fmt.Errorf("listing ipamblocks.crd.projectcalico.org: %w", err)
 		}
 	default:
-		in.BlocksUnreadable = true
+		return false, nil
 	}
-	return nil
+	return true, nil
 }

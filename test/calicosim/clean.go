@@ -84,6 +84,11 @@ func deleteSeeded(ctx context.Context, c client.Client) (int, error) {
 			}
 		}
 	}
+	windows, err := deleteWindowsNodeObjects(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	left += windows
 	singles := []client.Object{
 		&calicov3.IPAMConfiguration{ObjectMeta: metav1.ObjectMeta{Name: ipamConfigName}},
 		&calicov3.FelixConfiguration{ObjectMeta: metav1.ObjectMeta{Name: felixConfigName}},

@@ -72,11 +72,14 @@ type Simulator struct {
 	calicoAPI CalicoAPIMode
 	writes    map[string]int
 	memory    endpointMemory
+	// windowsNodes chooses how each Windows node's join goes (SetWindowsNode).
+	windowsNodes map[string]WindowsNodeBehaviour
 
 	// Pokes wake controllers for changes that are not Kubernetes objects (fault injection, API mode).
-	corePokes    chan event.GenericEvent
-	poolPokes    chan event.GenericEvent
-	windowsPokes chan event.GenericEvent
+	corePokes        chan event.GenericEvent
+	poolPokes        chan event.GenericEvent
+	windowsPokes     chan event.GenericEvent
+	windowsNodePokes chan event.GenericEvent
 }
 
 // New returns a simulator with opts, defaults filled in.
@@ -100,6 +103,8 @@ func New(opts Options) *Simulator {
 		corePokes:    make(chan event.GenericEvent, 1),
 		poolPokes:    make(chan event.GenericEvent, 1),
 		windowsPokes: make(chan event.GenericEvent, 1),
+
+		windowsNodePokes: make(chan event.GenericEvent, 1),
 	}
 }
 
@@ -114,6 +119,7 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 		(&poolController{sim: s, status: newStatusManager(StatusIPPools), apiserver: newStatusManager(StatusAPIServer)}).setup,
 		(&windowsController{sim: s, status: newStatusManager(StatusCalicoWindows)}).setup,
 		(&rolloutController{sim: s, lastStep: map[types.UID]rolloutClock{}}).setup,
+		(&windowsNodeAgent{sim: s}).setup,
 	} {
 		if err := setup(mgr); err != nil {
 			return err
