@@ -89,6 +89,16 @@ func TestAClusterSeededWithAPoolOutsideTheInstallation(t *testing.T) {
 		}
 	})
 	t.Run("a failed preflight stops before any change", func(t *testing.T) { failedPreflight(t, c) })
+	t.Run("a rollback's dry run has no preflight, and no change where nothing was changed", func(t *testing.T) {
+		rollback := strings.Replace(wrYAML, "spec:", "spec:\n  direction: Rollback", 1)
+		plan, err := c.Plan(context.Background(), []byte(rollback))
+		if err != nil || plan.Preflight.Reason != "" || plan.Changes != nil {
+			t.Fatalf("Plan: %+v, %v; want no preflight and no change", plan, err)
+		}
+		if _, err := c.Preflight(context.Background()); err == nil || !strings.Contains(err.Error(), "a rollback runs no preflight") {
+			t.Fatalf("Preflight: %v, want it to say a rollback runs none", err)
+		}
+	})
 }
 
 func failedPreflight(t *testing.T, c *kit.Cluster) {

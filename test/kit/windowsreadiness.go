@@ -121,32 +121,50 @@ func (c *Cluster) WaitPhase(ctx context.Context, phase v1alpha1.Phase) (*v1alpha
 	})
 }
 
-// Preflight waits for the preflight's verdict on the applied WindowsReadiness.
+// Preflight waits for the preflight's verdict on the applied WindowsReadiness
+// of direction Migrate.
 func (c *Cluster) Preflight(ctx context.Context) (Verdict, error) {
 	var v Verdict
 	_, err := c.wait(ctx, "the preflight's verdict", func(wr *v1alpha1.WindowsReadiness) (bool, error) {
 		var done bool
-		v, done = verdict(wr)
-		if !done && current(wr) && wr.Status.Phase == v1alpha1.PhaseStalled {
-			return false, stalled(wr)
+		if v, done = verdict(wr); done || !current(wr) {
+			return done, nil
 		}
-		return done, nil
+		switch {
+		case wr.Status.Phase == v1alpha1.PhaseStalled:
+			return false, stalled(wr)
+		case wr.Spec.Direction == v1alpha1.DirectionRollback:
+			return false, errors.New("a rollback runs no preflight")
+		}
+		return false, nil
 	})
 	return v, err
 }
 
 // Plan applies manifest with spec.dryRun: true and returns the dry run's
 // verdict and plan. Nothing in the cluster changes; apply the manifest as it
-// is (Apply) to migrate.
+// is (Apply) to migrate. A rollback runs no preflight: its Preflight is zero,
+// and where nothing is left to roll back it has no changes.
 func (c *Cluster) Plan(ctx context.Context, manifest []byte) (Plan, error) {
-	if _, err := c.apply(ctx, manifest, true); err != nil {
+	wr, err := c.apply(ctx, manifest, true)
+	if err != nil {
 		return Plan{}, err
 	}
-	v, err := c.Preflight(ctx)
-	if err != nil || !v.Passed {
-		return Plan{Preflight: v}, err
+	var v Verdict
+	if wr.Spec.Direction != v1alpha1.DirectionRollback {
+		if v, err = c.Preflight(ctx); err != nil || !v.Passed {
+			return Plan{Preflight: v}, err
+		}
 	}
-	wr, err := c.WaitPhase(ctx, v1alpha1.PhasePlanned)
+	wr, err = c.wait(ctx, "the dry run's plan", func(wr *v1alpha1.WindowsReadiness) (bool, error) {
+		switch {
+		case !current(wr):
+			return false, nil
+		case wr.Status.Phase == v1alpha1.PhaseStalled:
+			return false, stalled(wr)
+		}
+		return wr.Status.Phase == v1alpha1.PhasePlanned || wr.Status.Phase == v1alpha1.PhaseRolledBack, nil
+	})
 	if err != nil {
 		return Plan{Preflight: v}, err
 	}
