@@ -48,3 +48,16 @@ func windowsNodeChanged() predicate.Predicate {
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 }
+
+// tunnelAddressAppeared passes the Node updates that give a Linux node its
+// VXLAN tunnel address, which the BGP step waits for.
+func tunnelAddressAppeared() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return true },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetAnnotations()[calico.TunnelAnnotation] != e.ObjectNew.GetAnnotations()[calico.TunnelAnnotation]
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}

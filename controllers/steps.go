@@ -73,6 +73,12 @@ func (p *pass) walkStep(ctx context.Context, in phase.Input, step phase.Step, al
 		if o := allowed(ctx, name); o != nil {
 			return *o
 		}
+		if g, ok := step.(phase.Gated); ok {
+			if ready, why := g.ReadyToChange(in); !ready {
+				p.startStep(name, dir)
+				return phase.WaitingFor(why)
+			}
+		}
 		if o := p.change(ctx, in, step, due); o != nil {
 			return *o
 		}

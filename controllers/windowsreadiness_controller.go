@@ -261,7 +261,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&operatorv1.TigeraStatus{}, toDefault).
 		Watches(&appsv1.DaemonSet{}, toDefault).
 		Watches(&corev1.ConfigMap{}, toDefault).
-		WatchesMetadata(&corev1.Node{}, toDefault, builder.WithPredicates(predicate.Or(windowsNodeChanged(), windowsNodeUpdated()))).
+		WatchesMetadata(&corev1.Node{}, toDefault, builder.WithPredicates(predicate.Or(windowsNodeChanged(), windowsNodeUpdated(), tunnelAddressAppeared()))).
 		// The calico-node-windows pods, as CacheOptions selects them.
 		Watches(&corev1.Pod{}, toDefault).
 		Complete(r)

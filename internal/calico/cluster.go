@@ -5,6 +5,7 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Cluster is what the steps read of the cluster in one reconcile. Each step
@@ -19,6 +20,8 @@ type Cluster struct {
 	WindowsNode *appsv1.DaemonSet
 	// Pools are every projectcalico.org/v3 IPPool in the cluster.
 	Pools []calicov3.IPPool
+	// Nodes are every Node's metadata.
+	Nodes []metav1.PartialObjectMetadata
 	// Health holds the TigeraStatuses read, by name.
 	Health map[string]Health
 }
@@ -47,4 +50,19 @@ func (c *Cluster) SettledAt(names ...string) (bool, string) {
 		}
 	}
 	return true, ""
+}
+
+// TunnelAnnotation is where calico-node records a node's VXLAN tunnel
+// address on the Kubernetes Node.
+const TunnelAnnotation = "projectcalico.org/IPv4VXLANTunnelAddr"
+
+// WithoutTunnel lists the Linux nodes that have no VXLAN tunnel address yet.
+func (c *Cluster) WithoutTunnel() []string {
+	var names []string
+	for _, n := range c.Nodes {
+		if n.Labels[OSLabel] != OSWindows && n.Annotations[TunnelAnnotation] == "" {
+			names = append(names, n.Name)
+		}
+	}
+	return names
 }

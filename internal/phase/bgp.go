@@ -3,8 +3,11 @@ package phase
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -21,6 +24,12 @@ func (BGP) Read(ctx context.Context, r Readers, c *calico.Cluster) error {
 	if err := readNode(ctx, r, c); err != nil {
 		return err
 	}
+	nodes := &metav1.PartialObjectMetadataList{}
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := r.Cache.List(ctx, nodes); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	c.Nodes = nodes.Items
 	return readHealth(ctx, r, c, calico.StatusCalico)
 }
 
@@ -54,6 +63,30 @@ func (b BGP) Settled(in Input) (bool, string) {
 		return false, why
 	}
 	return in.Cluster.SettledAt(calico.StatusCalico)
+}
+
+// maxNamed bounds the node names a message lists.
+const maxNamed = 10
+
+// ReadyToChange waits, before BIRD is turned off, until every Linux node has
+// a VXLAN tunnel address: a node without one has no route to the others once
+// BGP stops, and is stranded.
+func (BGP) ReadyToChange(in Input) (bool, string) {
+	if in.rollback() {
+		return true, ""
+	}
+	missing := in.Cluster.WithoutTunnel()
+	if len(missing) == 0 {
+		return true, ""
+	}
+	named := missing[:min(len(missing), maxNamed)]
+	more := ""
+	if len(missing) > len(named) {
+		more = fmt.Sprintf(" and %d more", len(missing)-len(named))
+	}
+	return false, fmt.Sprintf("every Linux node to get a VXLAN tunnel address (Node annotation %s) before BGP is turned off, "+
+		"or those nodes are stranded; %d have none: %s%s. Check calico-node on them",
+		calico.TunnelAnnotation, len(missing), strings.Join(named, ", "), more)
 }
 
 func backendFor(vxlan bool) string {

@@ -65,6 +65,13 @@ type Step interface {
 	Settled(in Input) (bool, string)
 }
 
+// Gated is a step whose changes wait until the cluster is ready for them.
+type Gated interface {
+	// ReadyToChange says whether the changes may be made now, and what they
+	// wait for if not.
+	ReadyToChange(in Input) (bool, string)
+}
+
 // Steps is the migration in order. The Tigera operator rejects
 // windowsDataplane HNS until strict affinity, VXLAN pools, the services
 // endpoint and serviceCIDRs are in place, so HNS comes last. A rollback runs

@@ -72,14 +72,19 @@ type Simulator struct {
 	calicoAPI CalicoAPIMode
 	writes    map[string]int
 	memory    endpointMemory
+	// rolloutStats counts the DaemonSet controller's rollouts (Rollouts).
+	rolloutStats rolloutCounter
 	// windowsNodes chooses how each Windows node's join goes (SetWindowsNode).
 	windowsNodes map[string]WindowsNodeBehaviour
+	// withheld are the nodes Felix leaves without a tunnel address (WithholdTunnel).
+	withheld map[string]bool
 
 	// Pokes wake controllers for changes that are not Kubernetes objects (fault injection, API mode).
 	corePokes        chan event.GenericEvent
 	poolPokes        chan event.GenericEvent
 	windowsPokes     chan event.GenericEvent
 	windowsNodePokes chan event.GenericEvent
+	felixPokes       chan event.GenericEvent
 }
 
 // New returns a simulator with opts, defaults filled in.
@@ -105,6 +110,7 @@ func New(opts Options) *Simulator {
 		windowsPokes: make(chan event.GenericEvent, 1),
 
 		windowsNodePokes: make(chan event.GenericEvent, 1),
+		felixPokes:       make(chan event.GenericEvent, 1),
 	}
 }
 
@@ -120,6 +126,7 @@ func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 		(&windowsController{sim: s, status: newStatusManager(StatusCalicoWindows)}).setup,
 		(&rolloutController{sim: s, lastStep: map[types.UID]rolloutClock{}}).setup,
 		(&windowsNodeAgent{sim: s}).setup,
+		(&felix{sim: s}).setup,
 	} {
 		if err := setup(mgr); err != nil {
 			return err
