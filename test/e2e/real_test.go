@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,14 +166,33 @@ func (b *realBackend) supervise(name string, env func() []string, bin string, ar
 	return nil
 }
 
+// vxlanPool is the first IPv4 pool with VXLAN on, the zero Prefix when none.
+func vxlanPool(pools []operatorv1.IPPool) netip.Prefix {
+	for _, p := range pools {
+		prefix, err := netip.ParsePrefix(p.CIDR)
+		if err == nil && prefix.Addr().Is4() && (p.Encapsulation == operatorv1.EncapsulationVXLAN ||
+			p.Encapsulation == operatorv1.EncapsulationVXLANCrossSubnet) {
+			return prefix.Masked()
+		}
+	}
+	return netip.Prefix{}
+}
+
 // Seed creates what a platform team has before winready: nodes (played by
 // kwok), the Installation, the IPAM configuration, kubeadm's ConfigMap and
 // kube-dns; the real operator does the rest.
 func (b *realBackend) Seed(ctx context.Context, c client.Client, cl calicosim.Cluster) error {
-	for _, n := range cl.Nodes {
+	vxlan := vxlanPool(cl.Pools)
+	for i, n := range cl.Nodes {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name,
 			Labels:      map[string]string{calico.OSLabel: "linux", "kubernetes.io/hostname": n.Name},
 			Annotations: map[string]string{kwokAnnotation: "fake"}}}
+		if vxlan.IsValid() {
+			// No calico-node runs on kwok nodes: the seed writes the tunnel
+			// address Felix writes on a node once a pool has VXLAN on.
+			node.Annotations[calico.TunnelAnnotation] = netip.AddrFrom4([4]byte{
+				vxlan.Addr().As4()[0], vxlan.Addr().As4()[1], byte(i), 1}).String()
+		}
 		if err := c.Create(ctx, node); err != nil {
 			return err
 		}
