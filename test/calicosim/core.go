@@ -125,6 +125,13 @@ func (r *coreController) reconcile(ctx context.Context, inst *operatorv1.Install
 		r.status.setDegraded(operatorv1.ResourceUpdateError, "Unable to patch FelixConfiguration", err)
 		return false, err
 	}
+	// The operator reads the ConfigMap for rendering late in its reconcile (core_controller.go, after its defaults
+	// patch), long after it read the Installation: a ConfigMap written just after an Installation change is
+	// rendered together with it.
+	if cm, err = r.sim.servicesEndpoint(ctx); err != nil {
+		r.status.setDegraded(operatorv1.ResourceReadError, msgServicesEndpointRead, err)
+		return false, err
+	}
 	rendered, err := r.sim.populateEndpoint(ctx, inst, cm)
 	if err != nil {
 		return false, err

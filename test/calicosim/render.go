@@ -204,13 +204,32 @@ func (s *Simulator) applyDaemonSet(ctx context.Context, want *appsv1.DaemonSet) 
 		}
 		return s.create(ctx, want)
 	}
-	if templateMatches(&cur.Spec.Template.Spec, &want.Spec.Template.Spec) {
+	if templateMatches(&cur.Spec.Template.Spec, &want.Spec.Template.Spec) && strategyMatches(cur.Spec.UpdateStrategy, want.Spec.UpdateStrategy) {
 		return nil
 	}
+	// The Installation's nodeUpdateStrategy is copied as the operator's render does: a change of it alone bumps
+	// the generation but leaves the template, so no pod is replaced.
+	cur.Spec.UpdateStrategy = want.Spec.UpdateStrategy
 	cur.Spec.Template.Spec.NodeSelector = want.Spec.Template.Spec.NodeSelector
 	cur.Spec.Template.Spec.InitContainers = want.Spec.Template.Spec.InitContainers
 	cur.Spec.Template.Spec.Containers = want.Spec.Template.Spec.Containers
 	return s.update(ctx, cur)
+}
+
+// strategyMatches compares the strategy type and maxUnavailable, which the Installation sets; maxSurge is the API
+// server's default.
+func strategyMatches(cur, want appsv1.DaemonSetUpdateStrategy) bool {
+	if cur.Type != want.Type {
+		return false
+	}
+	var c, w *intstr.IntOrString
+	if cur.RollingUpdate != nil {
+		c = cur.RollingUpdate.MaxUnavailable
+	}
+	if want.RollingUpdate != nil {
+		w = want.RollingUpdate.MaxUnavailable
+	}
+	return w == nil || (c != nil && *c == *w)
 }
 
 // templateMatches compares what the simulator renders and nothing the API server defaults.

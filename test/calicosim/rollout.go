@@ -16,13 +16,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// rolloutController plays the DaemonSet controller for the DaemonSets in Options.DaemonSetNamespaces: there are
-// no pods, only the status a rolling update with maxUnavailable 1 would show. A new template (metadata.generation
-// above status.observedGeneration) starts a rollout at 0 updated nodes; every RolloutStep one more node is updated;
-// while it rolls, one node is unavailable.
+// rolloutController plays the DaemonSet controller (pkg/controller/daemon/update.go, rollingUpdate without
+// surge) for the DaemonSets in Options.DaemonSetNamespaces. There are no pods, only counts per template: a new
+// template replaces up to maxUnavailable pods at once (the strategy's rollingUpdate.maxUnavailable, scaled to
+// the desired nodes and rounded up), and each replaced pod becomes available RolloutStep later. So the pace is
+// RolloutStep per node at maxUnavailable 1, and maxUnavailable nodes per RolloutStep above it.
 //
-// The progress lives in the DaemonSet status itself, so a restarted simulator carries on where the last one
-// stopped; only the time of the last step is kept in memory (a restart just takes the next step at once).
+// As in the real controller, a node's pod is replaced only when it runs an older template than the current one:
+// a template that changes again before any pod was replaced rolls out once, while a change in the middle of a
+// rollout replaces the pods being replaced at once and then every node again. Rollouts and pod replacements
+// are counted (RolloutStats). Updated counts the nodes whose new pod is available (the real
+// updatedNumberScheduled also counts the new pods still starting; those show here as unavailable only).
+//
+// The progress lives in the DaemonSet status, so a restarted simulator carries on where the last one stopped;
+// the pods being replaced are kept in memory only (a restart starts their replacement afresh).
 type rolloutController struct {
 	sim      *Simulator
 	client   client.Client
@@ -64,65 +71,48 @@ func (r *rolloutController) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return finish(err)
 	}
-
 	now := time.Now()
+	rc, seen := r.lastStep[ds.UID]
+	if !seen {
+		rc = resume(ds, desired)
+	}
+	stats := &r.sim.rolloutStats
+	key := req.NamespacedName
+	if hash := templateHash(ds); hash != rc.hash {
+		stats.add(key, rc.newTemplate(hash, now))
+	}
+	rc.resize(desired)
+	started := rc.advance(now, maxUnavailable(ds, desired), r.sim.opts.RolloutStep, r.sim.rolloutsHeld())
+	if !rc.creating {
+		stats.add(key, started)
+	}
+	r.lastStep[ds.UID] = rc
+
 	st := ds.Status
-	updated := st.UpdatedNumberScheduled
-	if ds.Generation != st.ObservedGeneration {
-		// A new template: no pod runs it yet.
-		st.ObservedGeneration = ds.Generation
-		updated = 0
-		r.lastStep[ds.UID] = rolloutClock{at: now}
-	} else {
-		updated = min(updated, desired)
-		rc, ok := r.lastStep[ds.UID]
-		if !ok || r.sim.rolloutsHeld() {
-			// Resume from the status after a restart; a held rollout's
-			// clock stands still.
-			rc = rolloutClock{at: now, from: updated}
-			r.lastStep[ds.UID] = rc
-		}
-		// One node every RolloutStep since the rollout (or its resumption)
-		// started; a status write may cover several nodes, as the real
-		// DaemonSet controller's do.
-		updated = min(desired, rc.from+int32(now.Sub(rc.at)/r.sim.opts.RolloutStep))
-	}
-	var unavailable int32
-	if updated < desired {
-		unavailable = 1
-	}
+	unavailable := int32(len(rc.replacing))
+	st.ObservedGeneration = ds.Generation
 	st.DesiredNumberScheduled = desired
 	st.CurrentNumberScheduled = desired
 	st.NumberMisscheduled = 0
-	st.UpdatedNumberScheduled = updated
+	st.UpdatedNumberScheduled = rc.done
 	st.NumberReady = desired - unavailable
 	st.NumberAvailable = desired - unavailable
 	st.NumberUnavailable = unavailable
-
-	var err2 error
+	var werr error
 	if !equality.Semantic.DeepEqual(st, ds.Status) {
 		ds.Status = st
-		err2 = r.sim.updateStatus(ctx, ds)
+		werr = r.sim.updateStatus(ctx, ds)
 	}
-	if updated >= desired {
-		delete(r.lastStep, ds.UID)
-		return finish(err2)
+	if len(rc.replacing) == 0 {
+		return finish(werr)
 	}
-	rc := r.lastStep[ds.UID]
-	next := rc.at.Add(time.Duration(updated-rc.from+1) * r.sim.opts.RolloutStep)
-	return finish(err2, max(next.Sub(now), minStatusInterval))
+	next := rc.replacing[0].Add(r.sim.opts.RolloutStep)
+	return finish(werr, max(next.Sub(now), minStatusInterval))
 }
 
 // minStatusInterval bounds how often a rollout's status is written, so that
 // a rollout over thousands of nodes does not write thousands of statuses.
 const minStatusInterval = 10 * time.Millisecond
-
-// rolloutClock is when a rollout started (or resumed) and from how many
-// updated nodes.
-type rolloutClock struct {
-	at   time.Time
-	from int32
-}
 
 // desiredNodes counts the nodes the pod template's nodeSelector picks (taints are ignored: calico tolerates all).
 func (r *rolloutController) desiredNodes(ctx context.Context, ds *appsv1.DaemonSet) (int32, error) {

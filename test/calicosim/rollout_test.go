@@ -1,0 +1,56 @@
+package calicosim_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/winready/winready/test/calicosim"
+)
+
+var _ = Describe("The simulated DaemonSet controller", func() {
+	var sim *calicosim.Simulator
+	AfterEach(func() { Expect(calicosim.Clean(ctx, k8s)).To(Succeed()) })
+	BeforeEach(func() {
+		sim = startSimulator(calicosim.Options{RolloutStep: 150 * time.Millisecond})
+		Expect(calicosim.Seed(ctx, k8s, calicosim.MainClusterOf(6))).To(Succeed())
+		Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+	})
+
+	It("rolls calico-node out maxUnavailable nodes at a time, and a strategy change alone rolls nothing", func() {
+		patchInstallation(`[{"op":"replace","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":"50%"}]`)
+		Eventually(func() string {
+			return daemonSet("calico-node").Spec.UpdateStrategy.RollingUpdate.MaxUnavailable.String()
+		}).WithPolling(poll).WithTimeout(settleTimeout).Should(Equal("50%"), "the operator copies the Installation's nodeUpdateStrategy")
+		Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+		Expect(sim.Rollouts("calico-system", "calico-node")).To(BeZero(), "no template change, no rollout")
+
+		patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
+		var most int32
+		Eventually(func(g Gomega) {
+			ds := daemonSet("calico-node")
+			most = max(most, ds.Status.NumberUnavailable)
+			ok, why, err := calicosim.Settled(ctx, k8s)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(ok).To(BeTrue(), why)
+		}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+		Expect(most).To(BeEquivalentTo(3), "half of 6 nodes at a time, never more")
+		Expect(sim.Rollouts("calico-system", "calico-node")).To(Equal(calicosim.RolloutStats{Rollouts: 1, Replacements: 6}))
+	})
+
+	It("counts a change in the middle of a rollout as a second rollout", func() {
+		before := daemonSet("calico-node").Generation
+		patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
+		Eventually(func(g Gomega) {
+			st := daemonSet("calico-node").Status
+			g.Expect(st.ObservedGeneration).To(BeNumerically(">", before), "the new template is rolling out")
+			g.Expect(st.UpdatedNumberScheduled).To(BeNumerically(">=", 2))
+		}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+		patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Enabled"}]`)
+		Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+		stats := sim.Rollouts("calico-system", "calico-node")
+		Expect(stats.Rollouts).To(Equal(2))
+		Expect(stats.Replacements).To(BeNumerically(">", 6+2), "the nodes already updated were replaced again")
+	})
+})
