@@ -9,6 +9,7 @@ package ciexample
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -17,11 +18,20 @@ import (
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/test/kit"
 )
+
+func TestMain(m *testing.M) {
+	// winready, the simulator and envtest log through controller-runtime's
+	// logger: zap.New(zap.UseDevMode(true)) instead shows what they do.
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	os.Exit(m.Run())
+}
 
 func read(t *testing.T, path string) []byte {
 	t.Helper()

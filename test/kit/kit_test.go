@@ -3,6 +3,8 @@ package kit_test
 import (
 	"context"
 	"errors"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,11 +12,18 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/test/kit"
 )
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	os.Exit(m.Run())
+}
 
 // Ginkgo suites start the kit with GinkgoT().
 var _ kit.T = ginkgo.GinkgoT()
