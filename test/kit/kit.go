@@ -134,7 +134,10 @@ func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.seed(ctx, seed, opts.Nodes); err != nil {
 		return nil, err
 	}
-	return c, c.run(ctx)
+	if err := c.run(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // environment is the control plane with winready's CRD and Calico's.
