@@ -43,6 +43,7 @@
 // Options.Nodes, and every other object of the seed: IPPools outside the
 // Installation, the IPAMConfiguration, kube-system/kubeadm-config, the
 // tigera-operator/kubernetes-services-endpoint ConfigMap, BGPPeers, policies.
+// An object of a kind the control plane does not serve (no CRD) is an error.
 // Nothing else: without an IPAMConfiguration in the seed there is none, as in a
 // cluster where strictAffinity was never set. The seed is applied as a GitOps
 // tool would (server-side apply; server-set metadata and status are dropped),

@@ -59,6 +59,14 @@ func TestNewSaysWhereCalicosCRDsComeFrom(t *testing.T) {
 	}
 }
 
+func TestNewRefusesASeedObjectOfAnUnservedKind(t *testing.T) {
+	widget := "---\napiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n"
+	c, err := kit.New(context.Background(), kit.Options{Seed: []byte(clusterYAML + widget), CalicoCRDs: calicoCRDs})
+	if c != nil || err == nil || !strings.Contains(err.Error(), "applying the seed's Widget /w") {
+		t.Fatalf("New: %v, want no cluster and an error naming the Widget", err)
+	}
+}
+
 // An export with `kubectl get -o yaml`: a List, with what the API server set.
 const exportedPoolYAML = `
 apiVersion: v1
