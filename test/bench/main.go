@@ -1,9 +1,11 @@
 // Command bench measures winready on a local control plane with a simulated
 // Calico cluster at several sizes, side by side with two references measured
-// in the same run: the floor (the rollouts the changes force plus the
-// simulator's status lags) and the manual runbook scripted with kubectl
-// (hack/runbook.sh). winready runs as the production binary, in a process of
-// its own, so that its memory is its own. Results print as a table.
+// in the same run: the floor (one calico-node rollout at the simulated pace
+// plus the simulator's status lags) and the manual runbook scripted with
+// kubectl (hack/runbook.sh: each change and its wait, so two rollouts).
+// winready runs as the production binary, in a process of its own, so that
+// its memory is its own. The simulated DaemonSet controller counts the
+// calico-node rollouts each run forced. Results print as a table.
 package main
 
 import (
@@ -31,6 +33,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -39,6 +42,7 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/rollout"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -57,7 +61,8 @@ type config struct {
 func main() {
 	var cfg config
 	sizes := flag.String("sizes", "10,100,1000,5000", "cluster sizes (Linux nodes)")
-	flag.DurationVar(&cfg.rolloutStep, "rollout-step", 2*time.Millisecond, "time each node takes in a calico-node rollout")
+	flag.DurationVar(&cfg.rolloutStep, "rollout-step", 27*time.Millisecond,
+		"time each node takes in a calico-node rollout (27ms stands for a real cluster's 27s, scaled down 1000 times)")
 	flag.DurationVar(&cfg.statusLag, "status-lag", 100*time.Millisecond, "delay before a TigeraStatus shows a change")
 	flag.DurationVar(&cfg.quiet, "quiet", time.Minute, "quiet window after Ready, at the largest size")
 	flag.StringVar(&cfg.winready, "winready", "bin/winready", "the operator binary (make build)")
@@ -81,14 +86,24 @@ func main() {
 type result struct {
 	nodes                int
 	floor, runbook, wall time.Duration
-	p50, p95             time.Duration
-	latencies            int
-	reconciles           int
-	requests             map[string]int
-	heapMiB, rssMiB      float64
-	quietWrites          int
-	quietReconciles      int
-	quietMeasured        bool
+	// rollouts and replacements are the calico-node rollouts and pod
+	// replacements each run forced.
+	rollouts, runbookRollouts         int
+	replacements, runbookReplacements int
+	// stalled is winready's Stalled message with the default spec, if any.
+	stalled string
+	// longestWait is winready's longest calico-node rollout, and
+	// longestGap its longest time without progress in one; both at the
+	// simulated pace.
+	longestWait, longestGap time.Duration
+	p50, p95                time.Duration
+	latencies               int
+	reconciles              int
+	requests                map[string]int
+	heapMiB, rssMiB         float64
+	quietWrites             int
+	quietReconciles         int
+	quietMeasured           bool
 }
 
 func run(cfg config) (err error) {
@@ -150,7 +165,7 @@ func run(cfg config) (err error) {
 	}
 	simCfg := rest.CopyConfig(restCfg)
 	simCfg.UserAgent = "calicosim"
-	simMgr, _, _, err := calicosim.NewManager(simCfg, scheme,
+	simMgr, sim, _, err := calicosim.NewManager(simCfg, scheme,
 		calicosim.Options{RolloutStep: cfg.rolloutStep, StatusLag: cfg.statusLag}, operatorNamespace)
 	if err != nil {
 		return err
@@ -162,7 +177,7 @@ func run(cfg config) (err error) {
 	var results []result
 	for i, n := range cfg.sizes {
 		fmt.Fprintf(os.Stderr, "bench: %d nodes\n", n)
-		r, err := measure(ctx, cfg, c, kubeconfigs, auditLog, n, i == len(cfg.sizes)-1)
+		r, err := measure(ctx, cfg, bench{c: c, sim: sim, kubeconfigs: kubeconfigs, auditLog: auditLog}, n, i == len(cfg.sizes)-1)
 		if err != nil {
 			return fmt.Errorf("%d nodes: %w", n, err)
 		}
@@ -216,75 +231,132 @@ func serviceCIDR(ctx context.Context, c client.Client) (string, error) {
 	return "", errors.New("no ServiceCIDR")
 }
 
-func measure(ctx context.Context, cfg config, c client.WithWatch, kubeconfigs map[string]string, auditLog string, n int, last bool) (result, error) {
-	r := result{nodes: n}
-	// Two calico-node rollouts (BGP, services endpoint) of n nodes each, and
-	// one status lag for each change Calico must report: pools, BGP,
-	// services endpoint, serviceCIDRs, Windows dataplane.
-	r.floor = 2*time.Duration(n)*cfg.rolloutStep + 5*cfg.statusLag
+// bench is what every measurement shares: the uncached client, the
+// simulator, the users' kubeconfigs and the API server's audit log.
+type bench struct {
+	c           client.WithWatch
+	sim         *calicosim.Simulator
+	kubeconfigs map[string]string
+	auditLog    string
+}
 
-	if err := seed(ctx, c, n); err != nil {
+// calicoNode names the DaemonSet whose rollouts are counted.
+const calicoNodeNS, calicoNodeName = "calico-system", "calico-node"
+
+func measure(ctx context.Context, cfg config, b bench, n int, last bool) (result, error) {
+	r := result{nodes: n}
+	// One calico-node rollout of n nodes (BGP off and the services endpoint
+	// together), and one status lag for each change Calico must report:
+	// pools, the calico-node change, serviceCIDRs, Windows dataplane.
+	r.floor = time.Duration(n)*cfg.rolloutStep + 4*cfg.statusLag
+
+	if err := seed(ctx, b.c, n); err != nil {
 		return r, err
 	}
-	cidr, err := serviceCIDR(ctx, c)
-	if err != nil {
-		return r, err
-	}
-	runbook := exec.CommandContext(ctx, "bash", "hack/runbook.sh", "10.0.0.10", "6443", cidr)
-	runbook.Env = append(os.Environ(), "KUBECONFIG="+kubeconfigs["runbook"], "KUBECTL="+cfg.kubectl)
+	before := b.sim.Rollouts(calicoNodeNS, calicoNodeName)
 	start := time.Now()
-	if out, err := runbook.CombinedOutput(); err != nil {
-		return r, fmt.Errorf("the scripted runbook: %w\n%s", err, out)
+	if err := runRunbook(ctx, cfg, b); err != nil {
+		return r, err
 	}
 	r.runbook = time.Since(start)
+	after := b.sim.Rollouts(calicoNodeNS, calicoNodeName)
+	r.runbookRollouts, r.runbookReplacements = after.Rollouts-before.Rollouts, after.Replacements-before.Replacements
 
-	if err := seed(ctx, c, n); err != nil {
+	if err := seed(ctx, b.c, n); err != nil {
 		return r, err
 	}
-	op, err := startWinready(ctx, cfg, kubeconfigs["winready"])
+	op, err := startWinready(ctx, cfg, b.kubeconfigs["winready"])
 	if err != nil {
 		return r, err
 	}
 	defer op.stop()
+	before = b.sim.Rollouts(calicoNodeNS, calicoNodeName)
+	if err := runWinready(ctx, b, op, &r); err != nil {
+		return r, err
+	}
+	after = b.sim.Rollouts(calicoNodeNS, calicoNodeName)
+	r.rollouts, r.replacements = after.Rollouts-before.Rollouts, after.Replacements-before.Replacements
+	if last && cfg.quiet > 0 && r.stalled == "" {
+		return r, measureQuiet(cfg, b, op, &r)
+	}
+	return r, nil
+}
+
+func runRunbook(ctx context.Context, cfg config, b bench) error {
+	cidr, err := serviceCIDR(ctx, b.c)
+	if err != nil {
+		return err
+	}
+	runbook := exec.CommandContext(ctx, "bash", "hack/runbook.sh", "10.0.0.10", "6443", cidr)
+	runbook.Env = append(os.Environ(), "KUBECONFIG="+b.kubeconfigs["runbook"], "KUBECTL="+cfg.kubectl)
+	if out, err := runbook.CombinedOutput(); err != nil {
+		return fmt.Errorf("the scripted runbook: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// runWinready creates the default WindowsReadiness (the network probe
+// skipped: the runbook has none) and waits for Ready or Stalled, watching
+// calico-node's rollouts meanwhile; then it reads winready's costs.
+func runWinready(ctx context.Context, b bench, op *winready, r *result) error {
 	// Absent until the first reconcile: zero.
 	reconcilesBefore, _ := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
-	mark, err := fileSize(auditLog)
+	mark, err := fileSize(b.auditLog)
 	if err != nil {
-		return r, err
+		return err
 	}
-	w, err := c.Watch(ctx, &v1alpha1.WindowsReadinessList{})
+	w, err := b.c.Watch(ctx, &v1alpha1.WindowsReadinessList{})
 	if err != nil {
-		return r, err
+		return err
 	}
 	defer w.Stop()
+	trace, err := watchRollouts(ctx, b.c)
+	if err != nil {
+		return err
+	}
 	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
 		Spec: v1alpha1.WindowsReadinessSpec{Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: true}}}
-	start = time.Now()
-	if err := c.Create(ctx, wr); err != nil {
-		return r, err
+	start := time.Now()
+	if err := b.c.Create(ctx, wr); err != nil {
+		return err
 	}
-	timeout := time.After(30 * time.Minute)
-	for ready := false; !ready; {
-		select {
-		case ev := <-w.ResultChan():
-			if got, ok := ev.Object.(*v1alpha1.WindowsReadiness); ok && got.Status.Phase == v1alpha1.PhaseReady {
-				ready = true
-			} else if ok && got.Status.Phase == v1alpha1.PhaseStalled {
-				return r, fmt.Errorf("stalled: %s", got.Status.Message)
-			}
-		case <-timeout:
-			return r, errors.New("not Ready after 30 minutes")
-		}
+	if r.stalled, err = waitReadyOrStalled(w); err != nil {
+		return err
 	}
 	r.wall = time.Since(start)
+	r.longestWait, r.longestGap = trace.stop()
 	reconcilesAfter, err := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.reconciles = int(reconcilesAfter - reconcilesBefore)
-	events, err := readAudit(auditLog, mark)
+	return readCosts(b, op, mark, r)
+}
+
+func waitReadyOrStalled(w watch.Interface) (stalled string, err error) {
+	timeout := time.After(30 * time.Minute)
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			got, ok := ev.Object.(*v1alpha1.WindowsReadiness)
+			switch {
+			case ok && got.Status.Phase == v1alpha1.PhaseReady:
+				return "", nil
+			case ok && got.Status.Phase == v1alpha1.PhaseStalled:
+				return got.Status.Message, nil
+			}
+		case <-timeout:
+			return "", errors.New("neither Ready nor Stalled after 30 minutes")
+		}
+	}
+}
+
+// readCosts reads winready's requests from the audit log from mark on, and
+// its memory.
+func readCosts(b bench, op *winready, mark int64, r *result) error {
+	events, err := readAudit(b.auditLog, mark)
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.requests = requestsBy(events, "winready")
 	lat := eventToPatch(events)
@@ -292,40 +364,36 @@ func measure(ctx context.Context, cfg config, c client.WithWatch, kubeconfigs ma
 	r.p50, r.p95 = percentile(lat, 50), percentile(lat, 95)
 	heap, err := op.metric("go_memstats_heap_inuse_bytes", "")
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.heapMiB = heap / (1 << 20)
 	r.rssMiB, err = rssMiB(op.cmd.Process.Pid)
-	if err != nil {
-		return r, err
-	}
+	return err
+}
 
-	if last && cfg.quiet > 0 {
-		mark, err = fileSize(auditLog)
-		if err != nil {
-			return r, err
-		}
-		// The window opens once the last status lag after Ready has passed.
-		time.Sleep(2*time.Second + 5*cfg.statusLag)
-		if mark, err = fileSize(auditLog); err != nil {
-			return r, err
-		}
-		before, _ := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
-		time.Sleep(cfg.quiet) // a measurement window, not a wait for a condition
-		after, _ := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
-		events, err := readAudit(auditLog, mark)
-		if err != nil {
-			return r, err
-		}
-		for k, v := range requestsBy(events, "winready") {
-			if verb := strings.Fields(k)[0]; verb != "get" && verb != "list" && verb != "watch" {
-				r.quietWrites += v
-			}
-		}
-		r.quietReconciles = int(after - before)
-		r.quietMeasured = true
+// measureQuiet counts winready's writes and reconciles in a window after
+// Ready, once the last status lag has passed.
+func measureQuiet(cfg config, b bench, op *winready, r *result) error {
+	time.Sleep(2*time.Second + 5*cfg.statusLag) // a settling window, not a wait for a condition
+	mark, err := fileSize(b.auditLog)
+	if err != nil {
+		return err
 	}
-	return r, nil
+	before, _ := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
+	time.Sleep(cfg.quiet) // a measurement window, not a wait for a condition
+	after, _ := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
+	events, err := readAudit(b.auditLog, mark)
+	if err != nil {
+		return err
+	}
+	for k, v := range requestsBy(events, "winready") {
+		if verb := strings.Fields(k)[0]; verb != "get" && verb != "list" && verb != "watch" {
+			r.quietWrites += v
+		}
+	}
+	r.quietReconciles = int(after - before)
+	r.quietMeasured = true
+	return nil
 }
 
 // winready is the operator binary running against the bench's control plane.
@@ -522,23 +590,66 @@ func percentile(d []time.Duration, p int) time.Duration {
 	return s[min(len(s)-1, (len(s)*p+99)/100-1)]
 }
 
+// realPace is the per-node time of a real cluster's calico-node rollout at
+// maxUnavailable 1 that the simulated pace stands for.
+const realPace = 27 * time.Second
+
 func report(cfg config, results []result) {
-	fmt.Printf("\nwinready benchmark: rollout %s per node, TigeraStatus lag %s, network probe skipped (the runbook has none)\n\n",
-		cfg.rolloutStep, cfg.statusLag)
+	scale := float64(realPace) / float64(cfg.rolloutStep)
+	fmt.Printf("\nwinready benchmark: rollout %s per node (standing for %s: times x%.0f), TigeraStatus lag %s, network probe skipped (the runbook has none)\n\n",
+		cfg.rolloutStep, realPace, scale, cfg.statusLag)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "nodes\tfloor\trunbook\twinready\tx floor\tx runbook\tevent->patch p50\tp95\treconciles\trequests\theap MiB\tRSS MiB\t")
+	fmt.Fprintln(tw, "nodes\tfloor\trunbook\twinready\tx floor\tx runbook\trollouts winready/runbook\tpods replaced\tStalled\t"+
+		"longest rollout at 27s/node\tlongest gap at 27s/node\treq/node\treconciles\tevent->patch p50\tp95\theap MiB\tRSS MiB\t")
 	for _, r := range results {
 		total := 0
 		for _, v := range r.requests {
 			total += v
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t%d\t%d\t%.1f\t%.1f\t\n", r.nodes,
+		stalled := "no"
+		if r.stalled != "" {
+			stalled = "YES"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%d/%d\t%d/%d\t%s\t%s\t%s\t%.1f\t%d\t%s\t%s\t%.1f\t%.1f\t\n", r.nodes,
 			r.floor.Round(time.Millisecond), r.runbook.Round(time.Millisecond), r.wall.Round(time.Millisecond),
 			r.wall.Seconds()/r.floor.Seconds(), r.wall.Seconds()/r.runbook.Seconds(),
-			r.p50.Round(time.Millisecond), r.p95.Round(time.Millisecond), r.reconciles, total, r.heapMiB, r.rssMiB)
+			r.rollouts, r.runbookRollouts, r.replacements, r.runbookReplacements, stalled,
+			rollout.Human(time.Duration(float64(r.longestWait)*scale)), rollout.Human(time.Duration(float64(r.longestGap)*scale)),
+			float64(total)/float64(r.nodes), r.reconciles,
+			r.p50.Round(time.Millisecond), r.p95.Round(time.Millisecond), r.heapMiB, r.rssMiB)
 	}
 	_ = tw.Flush()
-	lastRes := results[len(results)-1]
+	for _, r := range results {
+		if r.stalled != "" {
+			fmt.Printf("\nStalled at %d nodes: %s\n", r.nodes, r.stalled)
+		}
+	}
+	reportTargets(scale, results)
+	reportRequests(cfg, results[len(results)-1])
+}
+
+// reportTargets says, for each target, whether this run met it. A 30m
+// deadline on a step's total time fails where the longest rollout at the real
+// pace exceeds it; a 30m progress deadline where the longest gap does.
+func reportTargets(scale float64, results []result) {
+	fmt.Println("\ntargets:")
+	for _, r := range results {
+		realWait := time.Duration(float64(r.longestWait) * scale)
+		realGap := time.Duration(float64(r.longestGap) * scale)
+		fmt.Printf("  %5d nodes: one rollout %v; wall <= 0.55 runbook %v; not Stalled %v; at 27s/node a 30m total-time limit %s, a 30m progress deadline %s; heap < 64 MiB %v\n",
+			r.nodes, r.rollouts == 1, r.wall.Seconds() <= 0.55*r.runbook.Seconds(), r.stalled == "",
+			verdict(realWait > 30*time.Minute), verdict(realGap > 30*time.Minute), r.heapMiB < 64)
+	}
+}
+
+func verdict(stalls bool) string {
+	if stalls {
+		return "stalls"
+	}
+	return "holds"
+}
+
+func reportRequests(cfg config, lastRes result) {
 	fmt.Printf("\nAPI requests by winready during the migration at %d nodes:\n", lastRes.nodes)
 	keys := make([]string, 0, len(lastRes.requests))
 	for k := range lastRes.requests {
