@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -48,6 +49,15 @@ func installConfig() {
 		return u.GetKind() != "CustomResourceDefinition"
 	})).To(Succeed())
 	managerImage = managerDeployment(objs).Spec.Template.Spec.Containers[0].Image
+
+	// The API server takes the policies up a moment after they are created.
+	other := probeDaemonSet(managerImage)
+	other.Name = "other"
+	Eventually(func() error { return createAsManager(other) }).Should(MatchError(ContainSubstring("only the probe")),
+		"the probe DaemonSet policy is in force")
+	unbound := tokenClient(authenticationv1.TokenRequestSpec{})
+	Eventually(func() error { return unbound.Create(ctx, report("node-a", "node-a"), client.DryRunAll) }).
+		Should(MatchError(ContainSubstring("the token of its pod")), "the report policy is in force")
 }
 
 func managerDeployment(objs []*unstructured.Unstructured) *appsv1.Deployment {
@@ -262,37 +272,41 @@ func writeRules(objs []*unstructured.Unstructured, sa string, anyName bool) map[
 	return counts
 }
 
+// expectAccess checks each request with a SubjectAccessReview.
+func expectAccess(user string, may, mayNot []access) {
+	for _, a := range may {
+		Expect(allowed(user, a.attrs())).To(BeTrue(), "%s may %+v", user, a)
+	}
+	for _, a := range mayNot {
+		Expect(allowed(user, a.attrs())).To(BeFalse(), "%s may not %+v", user, a)
+	}
+}
+
+// expectCovered checks that every rule bound to sa has a request in may.
+func expectCovered(objs []*unstructured.Unstructured, sa string, may []access) {
+	for ns, rules := range boundRules(objs, sa) {
+		for _, rule := range rules {
+			covered := false
+			for _, a := range may {
+				covered = covered || covers(rule, ns, a)
+			}
+			Expect(covered).To(BeTrue(), "rule %+v in namespace %q of %s has a request in the test", rule, ns, sa)
+		}
+	}
+}
+
 var _ = Describe("Least privilege", func() {
 	It("grants the manager and the agents each rule with a request that needs it, and refuses its neighbours", func() {
 		objs := install()
-		for _, a := range managerMay {
-			Expect(allowed(managerSA, a.attrs())).To(BeTrue(), "the manager may %+v", a)
-		}
-		for _, a := range managerMayNot {
-			Expect(allowed(managerSA, a.attrs())).To(BeFalse(), "the manager may not %+v", a)
-		}
-		for _, a := range agentMay {
-			Expect(allowed(agentSA, a.attrs())).To(BeTrue(), "an agent may %+v", a)
-		}
-		for _, a := range agentMayNot {
-			Expect(allowed(agentSA, a.attrs())).To(BeFalse(), "an agent may not %+v", a)
-		}
+		expectAccess(managerSA, managerMay, managerMayNot)
+		expectAccess(agentSA, agentMay, agentMayNot)
 
 		By("covering every rule of config/default with an allowed request")
-		for sa, may := range map[string][]access{"winready-system/winready-manager": managerMay, "winready-probe/winready-probe": agentMay} {
-			for ns, rules := range boundRules(objs, sa) {
-				for _, rule := range rules {
-					covered := false
-					for _, a := range may {
-						covered = covered || covers(rule, ns, a)
-					}
-					Expect(covered).To(BeTrue(), "rule %+v in namespace %q of %s has a request in the test", rule, ns, sa)
-				}
-			}
-		}
+		manager, agent := "winready-system/winready-manager", "winready-probe/winready-probe"
+		expectCovered(objs, manager, managerMay)
+		expectCovered(objs, agent, agentMay)
 
 		By("counting the rules that allow writes, as the README's table does")
-		manager, agent := "winready-system/winready-manager", "winready-probe/winready-probe"
 		Expect(writeRules(objs, manager, false)).To(Equal(map[string]int{
 			"": 4, "default": 1, "tigera-operator": 2, "winready-system": 4, "winready-probe": 4,
 		}))
@@ -409,9 +423,23 @@ func asUser(mutate func(*rest.Config)) client.Client {
 	return cl
 }
 
-func asManager() client.Client {
+// asManagerConfig impersonates the manager's ServiceAccount.
+func asManagerConfig(c *rest.Config) {
+	c.Impersonate = rest.ImpersonationConfig{UserName: managerSA, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:winready-system"}}
+}
+
+func asManager() client.Client { return asUser(asManagerConfig) }
+
+// tokenClient is a client with the token of the agents' ServiceAccount that
+// the request asks for.
+func tokenClient(spec authenticationv1.TokenRequestSpec) client.Client {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ProbeServiceAccount}}
+	spec.ExpirationSeconds = ptr.To[int64](3600)
+	tr := &authenticationv1.TokenRequest{Spec: spec}
+	Expect(k8s.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
 	return asUser(func(c *rest.Config) {
-		c.Impersonate = rest.ImpersonationConfig{UserName: managerSA, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:winready-system"}}
+		c.CertData, c.KeyData, c.CertFile, c.KeyFile = nil, nil, "", ""
+		c.BearerToken = tr.Status.Token
 	})
 }
 
@@ -430,15 +458,8 @@ func agentOn(node string) client.Client {
 	DeferCleanup(func() {
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)))).To(Succeed())
 	})
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ProbeServiceAccount}}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: ptr.To[int64](3600),
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
-	}}
-	Expect(k8s.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
-	return asUser(func(c *rest.Config) {
-		c.CertData, c.KeyData, c.CertFile, c.KeyFile = nil, nil, "", ""
-		c.BearerToken = tr.Status.Token
+	return tokenClient(authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
 	})
 }
 
@@ -452,22 +473,12 @@ func report(node, claimed string) *corev1.ConfigMap {
 }
 
 var _ = Describe("Probe reports", func() {
-	var op *operator
-
-	BeforeEach(func() {
+	It("accept from an agent only its own node's report, never the plan", func() {
 		for _, n := range []string{"node-a", "node-b"} {
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{calico.OSLabel: "linux"}}}
 			Expect(k8s.Create(ctx, node)).To(Succeed())
 			DeferCleanup(deleteNode, n)
 		}
-	})
-
-	AfterEach(func() {
-		resetCluster(op)
-		op = nil
-	})
-
-	It("accept from an agent only its own node's report, never the plan", func() {
 		a := agentOn("node-a")
 		plan := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ProbeName}}
 		Expect(a.Create(ctx, plan, client.DryRunAll)).To(MatchError(ContainSubstring("writes only ConfigMap winready-probe-report-node-a")))
@@ -485,25 +496,33 @@ var _ = Describe("Probe reports", func() {
 		Expect(a.Update(ctx, own)).To(Succeed(), "an agent restarted within the round replaces its report")
 
 		By("refusing a token bound to no pod")
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ProbeServiceAccount}}
-		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-		Expect(k8s.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
-		unbound := asUser(func(c *rest.Config) {
-			c.CertData, c.KeyData, c.CertFile, c.KeyFile = nil, nil, "", ""
-			c.BearerToken = tr.Status.Token
-		})
+		unbound := tokenClient(authenticationv1.TokenRequestSpec{})
 		Expect(unbound.Create(ctx, report("node-a", "node-a"), client.DryRunAll)).To(MatchError(ContainSubstring("the token of its pod")))
 	})
 
-	It("let a full migration run as the manager's ServiceAccount, with a probe round the agents write with their own tokens", func() {
+})
+
+var _ = Describe("winready with least privilege", func() {
+	var op *operator
+
+	AfterEach(func() { resetCluster(op) })
+
+	It("migrates as the manager's ServiceAccount, with a probe round the agents write with their own tokens", func() {
 		seed(calicosim.MainCluster())
 		writers := map[string]client.Client{}
 		for _, n := range []string{"linux-0", "linux-1", "linux-2"} {
 			writers[n] = agentOn(n)
 		}
-		agents.WriteAs(func(node string) client.Client { return writers[node] })
+		var mu sync.Mutex
+		wrote := map[string]bool{}
+		agents.WriteAs(func(node string) client.Client {
+			mu.Lock()
+			defer mu.Unlock()
+			wrote[node] = true
+			return writers[node]
+		})
 		asSA := rest.CopyConfig(cfg)
-		asSA.Impersonate = rest.ImpersonationConfig{UserName: managerSA, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:winready-system"}}
+		asManagerConfig(asSA)
 		op = startOperatorWith(operatorOptions{restCfg: asSA})
 		createWR()
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
@@ -511,5 +530,8 @@ var _ = Describe("Probe reports", func() {
 		Expect(probe.Nodes).To(BeEquivalentTo(3))
 		Expect(probe.MissingReports).To(BeZero(), "each agent's report was admitted")
 		Expect(probe.PassedPairs).To(BeEquivalentTo(6))
+		mu.Lock()
+		defer mu.Unlock()
+		Expect(wrote).To(HaveLen(3), "every report went through its agent's token")
 	})
 })
