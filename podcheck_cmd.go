@@ -56,7 +56,7 @@ func runPodCheck(args []string) error {
 	}
 	go func() { _ = podcheck.Serve(ctx, ln) }()
 	report := func(data map[string]string) error {
-		return writeCheckReport(ctx, c, podcheck.Report(*namespace, *round, *node, data))
+		return writeCheckReport(ctx, c, podcheck.Report(*namespace, *round, *node, data), data[podcheck.ReportStage] == podcheck.StageDone)
 	}
 	check := podcheck.Config{PodIP: podIP}
 	if err := report(podcheck.EncodeServing(*round, *node, podIP, check.PodMTU())); err != nil {
@@ -82,10 +82,16 @@ func runPodCheck(args []string) error {
 	return nil
 }
 
-// writeCheckReport creates a report, or replaces the one already there.
-func writeCheckReport(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
-	err := c.Create(ctx, cm)
-	if apierrors.IsAlreadyExists(err) {
+// writeCheckReport writes a report: the first is created, the next
+// replaces it; either falls back on the other (a restarted pod, a report
+// removed by hand), so that a pod makes two writes in a round.
+func writeCheckReport(ctx context.Context, c client.Client, cm *corev1.ConfigMap, replace bool) error {
+	var err error
+	if replace {
+		if err = c.Update(ctx, cm); apierrors.IsNotFound(err) {
+			err = c.Create(ctx, cm)
+		}
+	} else if err = c.Create(ctx, cm); apierrors.IsAlreadyExists(err) {
 		err = c.Update(ctx, cm)
 	}
 	if err != nil {

@@ -190,11 +190,12 @@ func (c *PodChecks) results(node string, peers []netip.Addr, nodeOf map[netip.Ad
 	return res
 }
 
-// writeReport creates a report or replaces the one there.
+// writeReport replaces a pod's serving report with its checks, as the pod
+// does.
 func writeReport(ctx context.Context, w client.Client, cm *corev1.ConfigMap) error {
-	err := w.Create(ctx, cm)
-	if apierrors.IsAlreadyExists(err) {
-		err = w.Update(ctx, cm)
+	err := w.Update(ctx, cm)
+	if apierrors.IsNotFound(err) {
+		err = w.Create(ctx, cm)
 	}
 	if err != nil {
 		return fmt.Errorf("writing the pod network check report %s: %w", cm.Name, err)
