@@ -72,8 +72,9 @@ e2e: e2e-binaries build ## Run the end-to-end scenarios against the real Tigera 
 	E2E_BACKEND=real KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./test/e2e/ -count=1 -timeout 30m -v $(GINKGO_FLAGS)
 
 .PHONY: bench
-bench: envtest-assets build $(ENVTEST_ASSETS)/kubectl ## Benchmarks: migration at 10 to 5,000 nodes against the floor and the scripted runbook, and preflight aggregation.
+bench: envtest-assets build $(ENVTEST_ASSETS)/kubectl ## Benchmarks: migration at 10 to 5,000 nodes against the floor and the scripted runbook, preflight aggregation, and a pod network check round.
 	go test ./internal/preflight/ -run '^$$' -bench . -benchmem
+	go test ./controllers/ -run '^$$' -bench BenchmarkPodCheckRound -benchtime=1x
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/bench --kubectl $(ENVTEST_ASSETS)/kubectl $(BENCH_ARGS)
 
 $(ENVTEST_ASSETS)/kubectl:

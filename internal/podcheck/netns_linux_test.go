@@ -11,14 +11,12 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
-	"golang.org/x/sys/unix"
 
 	"github.com/winready/winready/internal/preflight"
 )
@@ -182,59 +180,52 @@ func (o *overlay) addService() {
 	}
 }
 
-// inPod runs f on a thread inside namespace ns; sockets f opens stay there.
-func inPod(t *testing.T, ns string, f func() error) error {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // left locked: the thread ends with the goroutine
-		fd, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			errc <- err
-			return
-		}
-		errc <- f()
-	}()
-	return <-errc
-}
-
-// serveDNS answers every A question with the kubernetes Service's address,
-// as kube-dns does for kubernetes.default, from the last node's pod network.
-func (o *overlay) serveDNS(ctx context.Context) {
-	var conn net.PacketConn
-	if err := inPod(o.t, o.nodes[nodeCount-1], func() (err error) {
-		conn, err = net.ListenPacket("udp4", dnsServer+":53")
-		return err
-	}); err != nil {
+// serveDNS starts a DNS server on the last node's pod network, in a
+// process of its own inside that node's namespace.
+func (o *overlay) serveDNS() {
+	cmd := exec.Command("ip", "netns", "exec", o.nodes[nodeCount-1], os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), dnsHelperEnv+"="+dnsServer+":53")
+	cmd.Stderr = os.Stderr
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
 		o.t.Fatal(err)
 	}
-	go func() { <-ctx.Done(); _ = conn.Close() }()
-	go func() {
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			var m dnsmessage.Message
-			if m.Unpack(buf[:n]) != nil || len(m.Questions) == 0 {
-				continue
-			}
-			m.Response, m.Authoritative = true, true
-			if q := m.Questions[0]; q.Type == dnsmessage.TypeA {
-				m.Answers = []dnsmessage.Resource{{Header: dnsmessage.ResourceHeader{Name: q.Name, Type: q.Type, Class: q.Class, TTL: 5},
-					Body: &dnsmessage.AResource{A: [4]byte{10, 96, 0, 1}}}}
-			}
-			if out, err := m.Pack(); err == nil {
-				_, _ = conn.WriteTo(out, from)
-			}
+	o.t.Cleanup(func() { _ = in.Close(); _ = cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "serving\n" {
+		o.t.Fatalf("DNS server: %q, %v", line, err)
+	}
+}
+
+// runDNS answers every A question with the kubernetes Service's address, as
+// kube-dns does for kubernetes.default, until its input closes.
+func runDNS(addr string) int {
+	conn, err := net.ListenPacket("udp4", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println("serving")
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); _ = conn.Close() }()
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := conn.ReadFrom(buf)
+		if err != nil {
+			return 0
 		}
-	}()
+		var m dnsmessage.Message
+		if m.Unpack(buf[:n]) != nil || len(m.Questions) == 0 {
+			continue
+		}
+		m.Response, m.Authoritative = true, true
+		if q := m.Questions[0]; q.Type == dnsmessage.TypeA {
+			m.Answers = []dnsmessage.Resource{{Header: dnsmessage.ResourceHeader{Name: q.Name, Type: q.Type, Class: q.Class, TTL: 5},
+				Body: &dnsmessage.AResource{A: [4]byte{10, 96, 0, 1}}}}
+		}
+		if out, err := m.Pack(); err == nil {
+			_, _ = conn.WriteTo(out, from)
+		}
+	}
 }
 
 // helperConfig is what a pod's check process is given.
@@ -245,11 +236,18 @@ type helperConfig struct {
 	DNS     string
 }
 
-const helperEnv = "WINREADY_PODCHECK_HELPER"
+// The test binary plays a check pod or the DNS server when these are set.
+const (
+	helperEnv    = "WINREADY_PODCHECK_HELPER"
+	dnsHelperEnv = "WINREADY_PODCHECK_DNS"
+)
 
 func TestMain(m *testing.M) {
 	if cfg := os.Getenv(helperEnv); cfg != "" {
 		os.Exit(runHelper(cfg))
+	}
+	if addr := os.Getenv(dnsHelperEnv); addr != "" {
+		os.Exit(runDNS(addr))
 	}
 	os.Exit(m.Run())
 }
@@ -348,9 +346,7 @@ func (o *overlay) round() Summary {
 // diagnose runs a baseline round, breaks the overlay with fault, runs a
 // round again and diagnoses it against the baseline.
 func (o *overlay) diagnose(fault func()) (Summary, Diagnosis) {
-	ctx, cancel := context.WithCancel(context.Background())
-	o.t.Cleanup(cancel)
-	o.serveDNS(ctx)
+	o.serveDNS()
 	base := o.round()
 	var failing []Pair
 	for _, p := range base.Pairs {
