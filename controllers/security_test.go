@@ -130,6 +130,12 @@ var managerMay = []access{
 	{"winready-probe", "deletecollection", "", "configmaps", ""},
 	{"winready-probe", "get", "", "configmaps", "winready-probe"},
 	{"winready-probe", "delete", "", "configmaps", "winready-probe"},
+	{"winready-probe", "delete", "apps", "daemonsets", "winready-podcheck"},
+	{"winready-probe", "create", "", "services", ""},
+	{"winready-probe", "get", "", "services", "winready-podcheck"},
+	{"winready-probe", "delete", "", "services", "winready-podcheck"},
+	{"winready-probe", "get", "", "configmaps", "winready-podcheck"},
+	{"winready-probe", "delete", "", "configmaps", "winready-podcheck"},
 	{"kube-system", "get", "", "configmaps", "kubeadm-config"},
 	{"kube-system", "get", "", "services", "kube-dns"},
 	{"kube-public", "get", "", "configmaps", "cluster-info"},
@@ -308,7 +314,7 @@ var _ = Describe("Least privilege", func() {
 
 		By("counting the rules that allow writes, as the README's table does")
 		Expect(writeRules(objs, manager, false)).To(Equal(map[string]int{
-			"": 4, "default": 1, "tigera-operator": 2, "winready-system": 4, "winready-probe": 4,
+			"": 4, "default": 1, "tigera-operator": 2, "winready-system": 4, "winready-probe": 7,
 		}))
 		Expect(writeRules(objs, manager, true)).To(Equal(map[string]int{"default": 1, "winready-probe": 1}),
 			"events are patched by generated names; reports are deleted as a collection")
