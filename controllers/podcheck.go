@@ -69,7 +69,7 @@ func (p *pass) checkPodNetwork(ctx context.Context, trigger v1alpha1.StepName) (
 		return false, res, err
 	case round.CompletedAt == nil:
 		return p.collectPodCheck(ctx, round, now)
-	case round.Worse && trigger != BaselineCheck:
+	case round.Worse && (trigger != BaselineCheck || round.Paired == 0):
 		p.podCheckFailed(round)
 		return false, ctrl.Result{}, nil
 	}
@@ -162,6 +162,9 @@ func (p *pass) pairPodCheck(ctx context.Context, round *v1alpha1.PodCheckRound, 
 	for _, r := range reports {
 		pods = append(pods, preflight.ProbeNode{Name: r.Node, IP: r.PodIP})
 	}
+	if len(pods) == 0 {
+		return ctrl.Result{}, p.noPodServed(ctx, round, now)
+	}
 	plan := podcheck.Plan(p.podCheckConfig(), round.Round, p.podCheckStatus().Seed, pods, podcheck.PlanSettings{Service: svc, DNSName: podcheck.DNSName})
 	if err := podcheck.WritePlan(ctx, p.r.Client, ns, plan, p.podCheckOwner()); err != nil {
 		return ctrl.Result{}, err
@@ -172,6 +175,22 @@ func (p *pass) pairPodCheck(ctx context.Context, round *v1alpha1.PodCheckRound, 
 	planned := metav1.NewTime(now)
 	round.PlannedAt, round.Paired = &planned, int32(len(pods))
 	return ctrl.Result{RequeueAfter: podCheckPoll}, nil
+}
+
+// noPodServed ends a round in which no check pod served: the check proves
+// nothing, before the first change as after a step, so it stops the
+// migration.
+func (p *pass) noPodServed(ctx context.Context, round *v1alpha1.PodCheckRound, now time.Time) error {
+	if err := p.neverServed(ctx, round, nil); err != nil {
+		return err
+	}
+	completed := metav1.NewTime(now)
+	round.PlannedAt, round.CompletedAt, round.Worse = &completed, &completed, true
+	round.Diagnosis = boundedDiagnosis(fmt.Sprintf("no check pod served within %s on any of the %d Linux nodes: look at the pods of "+
+		"DaemonSet %s/%s (kubectl -n %s describe daemonset %s: admission, quota, image), then %s; or set spec.podNetworkCheck.disabled",
+		p.podCheckTimeout()/2, round.Nodes, p.r.ProbeNamespace, podcheck.Name, p.r.ProbeNamespace, podcheck.Name, rerunPodCheckCommand()))
+	p.podCheckFailed(round)
+	return podcheck.Cleanup(ctx, p.r.Client, p.r.ProbeNamespace)
 }
 
 // neverServed records the Linux nodes whose pod did not serve in time.
@@ -315,6 +334,9 @@ func rerunPodCheckCommand() string {
 func (p *pass) podCheckFailed(round *v1alpha1.PodCheckRound) {
 	msg := fmt.Sprintf("%s: the pod network is worse than before the first change, the migration stopped: %s. "+
 		"To go back instead, set spec.direction: Rollback", podCheckLabel(v1alpha1.StepName(round.Trigger)), round.Diagnosis)
+	if v1alpha1.StepName(round.Trigger) == BaselineCheck {
+		msg = fmt.Sprintf("%s could not run, nothing was changed: %s", podCheckLabel(BaselineCheck), round.Diagnosis)
+	}
 	if step, due := p.podCheckRevertDue(); due {
 		p.progress(ReasonPodNetworkCheckFailed, fmt.Sprintf("reverting step %s: %s", step, msg))
 		return

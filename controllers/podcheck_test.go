@@ -308,6 +308,19 @@ func TestPodCheckMissingPodsAndDisabled(t *testing.T) {
 		t.Errorf("stalled %q", msg)
 	}
 
+	// No pod serves at all: the check proves nothing, before the first
+	// change as after a step.
+	none := newCheckBed(t, 2, v1alpha1.PodNetworkCheckSpec{})
+	none.pods.Silence("node-a")
+	none.pods.Silence("node-b")
+	p, done = none.run(BaselineCheck)
+	if msg := stalledMessage(p); done || !strings.Contains(msg, "no check pod served within 1m30s on any of the 2 Linux nodes") {
+		t.Errorf("done %v, stalled %q", done, msg)
+	}
+	if left := none.leftOver(); len(left) > 0 {
+		t.Errorf("left after the round: %v", left)
+	}
+
 	off := newCheckBed(t, 3, v1alpha1.PodNetworkCheckSpec{Disabled: true})
 	p, done = off.reconcile(BaselineCheck)
 	if !done || !p.wr.Status.PodNetworkCheck.Disabled || len(off.leftOver()) > 0 {
