@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
+	"github.com/winready/winready/internal/netnstest"
 	"github.com/winready/winready/internal/preflight"
 )
 
@@ -59,36 +60,13 @@ func sh(t *testing.T, args ...string) {
 	}
 }
 
-// requireRoot skips the test without root, iproute2, nftables or ping;
-// WINREADY_REQUIRE_NETNS=1, as CI sets, turns the skip into a failure.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, tool := range []string{"ip", "bridge", "nft", "ping"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool+" in PATH (apt-get install iproute2 nftables iputils-ping)")
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	msg := "network namespace tests need " + strings.Join(missing, " and ")
-	if os.Getenv("WINREADY_REQUIRE_NETNS") == "1" {
-		t.Fatalf("%s; WINREADY_REQUIRE_NETNS=1 forbids skipping them", msg)
-	}
-	t.Skip(msg + "; skipped")
-}
-
 func (o *overlay) netns(name string) {
 	sh(o.t, "ip", "netns", "add", name)
 	o.t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
 }
 
 func newOverlay(t *testing.T) *overlay {
-	requireRoot(t)
+	netnstest.Require(t, "ip", "bridge", "nft", "ping")
 	o := &overlay{t: t, prefix: fmt.Sprintf("pc%d", os.Getpid()%100000)}
 	o.netns(o.bridgeNS())
 	sh(t, "ip", "-n", o.bridgeNS(), "link", "add", "br0", "type", "bridge")

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/winready/winready/internal/netnstest"
 )
 
 // These tests send real packets between network namespaces joined by veths
@@ -38,32 +40,11 @@ func run(t *testing.T, args ...string) {
 // netnsTools are the commands the tests run: iproute2, nftables and ping.
 var netnsTools = []string{"ip", "nft", "ping"}
 
-// requireNetns skips the test when it cannot make network namespaces: not
-// root, or a tool missing from PATH. With WINREADY_REQUIRE_NETNS=1, as CI
-// sets, that is a failure instead, so the tests never pass by being skipped.
+// requireNetns skips the test when it cannot make network namespaces (see
+// netnstest.Require).
 func requireNetns(t *testing.T) {
 	t.Helper()
-	var missing, tools []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root")
-	}
-	for _, tool := range netnsTools {
-		if _, err := exec.LookPath(tool); err != nil {
-			tools = append(tools, tool)
-		}
-	}
-	if len(tools) > 0 {
-		missing = append(missing, fmt.Sprintf("%s in PATH (apt-get install iproute2 nftables iputils-ping)",
-			strings.Join(tools, ", ")))
-	}
-	if len(missing) == 0 {
-		return
-	}
-	msg := "network namespace tests need " + strings.Join(missing, " and ")
-	if os.Getenv("WINREADY_REQUIRE_NETNS") == "1" {
-		t.Fatalf("%s; WINREADY_REQUIRE_NETNS=1 forbids skipping them", msg)
-	}
-	t.Skip(msg + "; skipped")
+	netnstest.Require(t, netnsTools...)
 }
 
 func newTestbed(t *testing.T, n int) *testbed {
