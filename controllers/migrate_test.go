@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"net/netip"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -232,19 +233,27 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
 	})
 
-	It("stalls a step that waits longer than the phase timeout, and resumes when Calico catches up", func() {
+	It("stalls a step whose rollout does not move for the progress deadline, and resumes when Calico catches up", func() {
 		seed(calicosim.MainCluster())
 		sim.HoldRollouts()
 		op = startOperator(nil, nil)
 		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.PhaseTimeout = &metav1.Duration{Duration: time.Minute} })
 		Eventually(func() string { return stepOf(v1alpha1.StepBGP)().Message }).Should(ContainSubstring("calico-node rollout"))
 
+		By("seeing winready wait on the held rollout as it stands")
+		Eventually(func() bool {
+			ds := &appsv1.DaemonSet{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}, ds)).To(Succeed())
+			_, why := calico.RolloutDone(ds)
+			return strings.Contains(why, "updated") && strings.HasSuffix(stepOf(v1alpha1.StepBGP)().Message, why)
+		}).Should(BeTrue())
+
 		op.clock.Step(2 * time.Minute)
 		poke("test/poke", "1")
 		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonStepTimeout))
 		Expect(phaseOf()).To(Equal(v1alpha1.PhaseStalled))
 		Expect(getWR().Status.Message).To(And(ContainSubstring("step 3/6 (BGP)"), ContainSubstring("calico-node rollout"),
-			ContainSubstring("spec.phaseTimeout 1m0s")))
+			ContainSubstring("no progress for 2m"), ContainSubstring("longer than the progress deadline 1m0s")))
 
 		sim.ReleaseRollouts()
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))

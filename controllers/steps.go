@@ -19,6 +19,7 @@ import (
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/internal/phase"
+	"github.com/winready/winready/internal/rollout"
 )
 
 // mayChange says why the next change of a step may not be made now; nil
@@ -30,6 +31,7 @@ type mayChange func(ctx context.Context, step v1alpha1.StepName) *phase.Outcome
 // allowed says why not. It returns where it stopped, or Finished when every
 // step has settled.
 func (p *pass) walk(ctx context.Context, in phase.Input, steps []phase.Step, allowed mayChange) phase.Outcome {
+	p.cluster = in.Cluster
 	total := len(steps)
 	for i, step := range steps {
 		n := i + 1
@@ -139,19 +141,30 @@ func (p *pass) conclude(ctx context.Context, o phase.Outcome) (ctrl.Result, erro
 	return ctrl.Result{}, nil
 }
 
-// wait reports a step waiting for Calico and stalls it once it has waited
-// longer than the spec's phase timeout. The returned result wakes the
-// reconciler when the timeout falls due; events from watched objects wake it
+// wait reports a step waiting for Calico and stalls it once what it waits
+// for has not moved for longer than the progress deadline, as a Deployment's
+// progressDeadlineSeconds does: a slow rollout that keeps moving never
+// stalls. Progress is any change of what the step waits for (a node updated,
+// a pod available, a TigeraStatus catching up). The returned result wakes the
+// reconciler when the deadline falls due; events from watched objects wake it
 // sooner.
 func (p *pass) wait(ctx context.Context, name v1alpha1.StepName, msg string) ctrl.Result {
 	step := p.step(name)
+	now := p.r.Clock.Now()
+	if step.Message != msg || step.LastProgressAt == nil {
+		at := metav1.NewTime(now)
+		step.LastProgressAt = &at
+	}
 	step.Message = msg
-	timeout := p.stepDeadline()
-	waited := p.r.Clock.Since(step.StartedAt.Time)
-	if waited >= timeout {
-		p.stall(conditions.ReasonStepTimeout, fmt.Sprintf("%s for %s, longer than spec.phaseTimeout %s. "+
-			"Check TigeraStatus and the calico-system pods; the step resumes by itself when Calico catches up, "+
-			"or raise spec.phaseTimeout, or set spec.direction: Rollback", msg, waited.Round(time.Second), timeout))
+	if pace := p.followRollout(now); pace != "" {
+		msg += "; " + pace
+	}
+	deadline := p.stepDeadline()
+	idle := now.Sub(step.LastProgressAt.Time)
+	if idle >= deadline {
+		p.stall(conditions.ReasonStepTimeout, fmt.Sprintf("%s: no progress for %s, longer than the progress deadline %s "+
+			"(spec.progressDeadline). Check TigeraStatus and the calico-system pods; the step resumes by itself when Calico "+
+			"moves again, or raise spec.progressDeadline, or set spec.direction: Rollback", msg, idle.Round(time.Second), deadline))
 		if !p.alreadyStalled(conditions.ReasonStepTimeout) {
 			p.event(corev1.EventTypeWarning, conditions.ReasonStepTimeout, string(name), "%s", msg)
 		}
@@ -159,7 +172,22 @@ func (p *pass) wait(ctx context.Context, name v1alpha1.StepName, msg string) ctr
 	}
 	p.progress(conditions.ReasonWaiting, msg)
 	log.FromContext(ctx).V(1).Info("waiting", "step", name, "for", msg)
-	return ctrl.Result{RequeueAfter: timeout - waited}
+	return ctrl.Result{RequeueAfter: deadline - idle}
+}
+
+// followRollout keeps status.rollout on calico-node's rollout while one runs,
+// and says how far it is and how long it has left.
+func (p *pass) followRollout(now time.Time) string {
+	if p.cluster == nil || p.cluster.Node == nil {
+		return ""
+	}
+	s, _ := rollout.FromStatus(p.wr.Status.Rollout).Step(rollout.Observe(p.cluster.Node, now))
+	p.wr.Status.Rollout = s.ToStatus()
+	metrics.RecordRollout(p.wr.Status.Rollout)
+	if s.Last.Done() {
+		return ""
+	}
+	return "calico-node " + s.Message()
 }
 
 func (p *pass) alreadyStalled(reason string) bool {
@@ -321,10 +349,7 @@ func (p *pass) lastChange() *v1alpha1.StepStatus {
 // stepDeadline is how long a step may wait, and Calico may stay Degraded,
 // before a person is asked.
 func (p *pass) stepDeadline() time.Duration {
-	if p.wr.Spec.PhaseTimeout != nil {
-		return p.wr.Spec.PhaseTimeout.Duration
-	}
-	return DefaultPhaseTimeout
+	return p.wr.Spec.EffectiveProgressDeadline()
 }
 
 // degradedTooLong reports whether Calico has been Degraded for longer than

@@ -23,7 +23,10 @@ var _ = Describe("Turning BGP off only once every node has a VXLAN tunnel addres
 
 	It("waits for a node without one, stalls naming it, and goes on once it has one", func() {
 		sim.WithholdTunnel("linux-1")
-		seed(calicosim.MainCluster())
+		cl := calicosim.MainCluster()
+		cl.Nodes[1].WithoutTunnel = true
+		Expect(cl.Nodes[1].Name).To(Equal("linux-1"))
+		seed(cl)
 		op = startOperator(nil, nil)
 		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.PhaseTimeout = &metav1.Duration{Duration: time.Minute} })
 

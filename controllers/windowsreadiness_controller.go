@@ -35,8 +35,6 @@ import (
 
 // Defaults for intervals the spec does not set.
 const (
-	// DefaultPhaseTimeout matches the CRD default of spec.phaseTimeout.
-	DefaultPhaseTimeout = 30 * time.Minute
 	// DefaultGuardRetry is how soon a patch whose guard failed is retried.
 	DefaultGuardRetry = 200 * time.Millisecond
 	// DefaultPreflightRetry is how often a failed preflight is looked at again
@@ -133,6 +131,8 @@ type pass struct {
 	// degraded is the first Degraded TigeraStatus of this pass, nil when
 	// Calico is healthy.
 	degraded *calico.Health
+	// cluster is what the steps read in this pass, nil before the walk.
+	cluster *calico.Cluster
 }
 
 // persist writes the status when it changed.

@@ -348,6 +348,10 @@ type StepStatus struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Target string `json:"target,omitempty"`
+	// LastProgressAt is when what the step waits for last moved (a node
+	// updated, a status changed): the progress deadline counts from here.
+	// +optional
+	LastProgressAt *metav1.Time `json:"lastProgressAt,omitempty"`
 }
 
 // PlannedChange is one change a migration would make.

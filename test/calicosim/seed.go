@@ -3,6 +3,7 @@ package calicosim
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -22,6 +23,9 @@ import (
 type Node struct {
 	Name, InternalIP string
 	Windows          bool
+	// WithoutTunnel seeds a Linux node without the VXLAN tunnel address
+	// Felix writes (with WithholdTunnel, one whose calico-node is stuck).
+	WithoutTunnel bool
 }
 
 // Cluster describes what Seed creates.
@@ -95,8 +99,9 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 			return fmt.Errorf("creating namespace %s: %w", ns, err)
 		}
 	}
-	for _, n := range cl.Nodes {
-		if err := createNode(ctx, c, n); err != nil {
+	vxlan := seededVXLANPool(cl.Pools)
+	for i, n := range cl.Nodes {
+		if err := createNode(ctx, c, n, tunnelFor(vxlan, n, i)); err != nil {
 			return err
 		}
 	}
@@ -207,13 +212,34 @@ func installationSpec(cl Cluster) *operatorv1.InstallationSpec {
 	return spec
 }
 
-func createNode(ctx context.Context, c client.Client, n Node) error {
+// seededVXLANPool is the first IPv4 pool with VXLAN on, nil when none: Felix
+// has given every Linux node a tunnel address from it before winready comes.
+func seededVXLANPool(pools []operatorv1.IPPool) *netip.Prefix {
+	for _, p := range pools {
+		prefix, err := netip.ParsePrefix(p.CIDR)
+		if err == nil && prefix.Addr().Is4() && (p.Encapsulation == operatorv1.EncapsulationVXLAN ||
+			p.Encapsulation == operatorv1.EncapsulationVXLANCrossSubnet) {
+			return &prefix
+		}
+	}
+	return nil
+}
+
+// tunnelFor is the tunnel address annotation a seeded node carries.
+func tunnelFor(vxlan *netip.Prefix, n Node, i int) map[string]string {
+	if vxlan == nil || n.Windows || n.WithoutTunnel {
+		return nil
+	}
+	return map[string]string{TunnelAnnotation: tunnelAddress(*vxlan, i)}
+}
+
+func createNode(ctx context.Context, c client.Client, n Node, annotations map[string]string) error {
 	os := "linux"
 	if n.Windows {
 		os = "windows"
 	}
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Annotations: annotations, Labels: map[string]string{
 			osLabel: os, hostnameLabel: n.Name, "kubernetes.io/arch": "amd64",
 		}},
 	}
