@@ -37,13 +37,16 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 		}
 		if p.wr.Spec.Paused {
 			// No probe round while paused: it would run agents on every node.
-			if err := p.stopProbe(ctx); err != nil {
+			if err := errors.Join(p.stopProbe(ctx), p.stopPodCheck(ctx)); err != nil {
 				return ctrl.Result{}, err
 			}
 			return p.conclude(ctx, phase.BlockedBy(conditions.ReasonPaused,
 				"paused before the UDP 4789 probe and the first change; set spec.paused: false to continue").At(steps[0].Name(), 1, len(steps)))
 		}
 		if ok, result, err := p.probeNetwork(ctx); err != nil || !ok {
+			return result, err
+		}
+		if ok, result, err := p.checkPodNetwork(ctx, BaselineCheck); err != nil || !ok {
 			return result, err
 		}
 		p.preflightPassed()
@@ -67,6 +70,9 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 	if p.wr.Spec.DryRun {
 		return ctrl.Result{}, p.planOnly(ctx, in, steps)
 	}
+	if step, due := p.podCheckRevertDue(); due {
+		return p.revertWorse(ctx, inst, step)
+	}
 	if o := p.walk(ctx, in, steps, p.migrationBlocked); o.Kind != phase.Done {
 		return p.conclude(ctx, o)
 	}
@@ -83,7 +89,28 @@ func (p *pass) migrationBlocked(_ context.Context, step v1alpha1.StepName) *phas
 	if o := p.heldBySpec(step); o != nil {
 		return o
 	}
+	if reason, why := p.podCheckBlocked(step); reason != "" {
+		o := phase.BlockedBy(reason, why)
+		return &o
+	}
 	return p.calicoBlocked(step, v1alpha1.DirectionMigrate)
+}
+
+// revertWorse takes back the step after which the pod network got worse,
+// as a rollback of that step alone would, then stops with the diagnosis
+// (spec.podNetworkCheck.onFailure: Revert).
+func (p *pass) revertWorse(ctx context.Context, inst *operatorv1.Installation, name v1alpha1.StepName) (ctrl.Result, error) {
+	in := p.input(inst, v1alpha1.DirectionRollback)
+	for _, step := range phase.Steps() {
+		if step.Name() != name {
+			continue
+		}
+		if o := p.walk(ctx, in, []phase.Step{step}, p.rollbackBlocked); o.Kind != phase.Done {
+			return p.conclude(ctx, o)
+		}
+	}
+	p.podCheckReverted(name)
+	return ctrl.Result{}, nil
 }
 
 // heldBySpec says whether the spec asks to wait before the step's change:
@@ -202,6 +229,9 @@ func (p *pass) preflight(ctx context.Context, inst *operatorv1.Installation) (bo
 // preflightPassed records a passed preflight, with its warnings.
 func (p *pass) preflightPassed() {
 	warned := preflight.Warnings(p.wr.Status.Preflight.Checks)
+	if p.wr.Spec.PodNetworkCheck.Disabled {
+		warned = append(warned, podCheckPreflight(p.wr.Spec.PodNetworkCheck))
+	}
 	if probe := p.wr.Status.Preflight.Probe; probe != nil && probe.Skipped {
 		warned = append(warned, v1alpha1.PreflightCheck{Name: "NetworkProbe", Result: v1alpha1.CheckWarn,
 			Message: "skipped as spec.preflight.skipNetworkProbe asks: UDP 4789 between nodes is not verified"})

@@ -33,7 +33,7 @@ const BaselineCheck v1alpha1.StepName = "Baseline"
 const RerunPodCheckAnnotation = "winready.io/rerun-podcheck"
 
 // ReasonPodNetworkCheckFailed stalls a migration whose pod network got worse.
-const ReasonPodNetworkCheckFailed = "PodNetworkCheckFailed"
+const ReasonPodNetworkCheckFailed = conditions.ReasonPodNetworkCheckFailed
 
 // DefaultPodCheckTimeout matches the CRD default of spec.podNetworkCheck.timeout.
 const DefaultPodCheckTimeout = 3 * time.Minute

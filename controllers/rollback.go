@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -32,7 +33,7 @@ func (p *pass) rollback(ctx context.Context, inst *operatorv1.Installation) (ctr
 		return ctrl.Result{}, nil
 	}
 	p.set(conditions.RollbackAllowed, metav1.ConditionTrue, conditions.ReasonNoWindowsNodes, "no Windows node has joined")
-	if err := p.stopProbe(ctx); err != nil {
+	if err := errors.Join(p.stopProbe(ctx), p.stopPodCheck(ctx)); err != nil {
 		return ctrl.Result{}, err
 	}
 	// The durable record wins over the status: it outlives a deleted and

@@ -89,6 +89,22 @@ func (p *pass) walkStep(ctx context.Context, in phase.Input, step phase.Step, al
 		p.startStep(name, dir)
 		return phase.WaitingFor(why)
 	}
+	return p.verify(ctx, name, dir)
+}
+
+// verify proves the pod network after a disruptive step of the migration
+// has settled; the step is done once the check passed.
+func (p *pass) verify(ctx context.Context, name v1alpha1.StepName, dir v1alpha1.Direction) phase.Outcome {
+	if _, ok := disruptive[name]; !ok || dir != v1alpha1.DirectionMigrate {
+		return phase.Finished()
+	}
+	done, res, err := p.checkPodNetwork(ctx, name)
+	switch {
+	case err != nil:
+		return phase.FailedWith(err)
+	case !done:
+		return phase.Outcome{Kind: phase.Waiting, Reported: true, After: res.RequeueAfter}
+	}
 	return phase.Finished()
 }
 
@@ -129,6 +145,9 @@ func (p *pass) conclude(ctx context.Context, o phase.Outcome) (ctrl.Result, erro
 	case phase.Failed:
 		return ctrl.Result{}, o.Err
 	case phase.Waiting:
+		if o.Reported {
+			return ctrl.Result{RequeueAfter: o.After}, nil
+		}
 		msg := fmt.Sprintf("step %d/%d (%s): waiting for %s", o.Index, o.Total, o.Step, o.Message)
 		result := p.wait(ctx, o.Step, msg)
 		if o.Unseen {

@@ -61,7 +61,10 @@ const (
 	// durable record of the originals is missing or disagrees.
 	ReasonOriginalsMismatch = "OriginalsUnsafe"
 	ReasonRecorded          = "Recorded"
-	ReasonRestoredRecord    = "RestoredFromRecord"
+	// ReasonPodNetworkCheckFailed: the pod network is worse after a step
+	// than before the first change.
+	ReasonPodNetworkCheckFailed = "PodNetworkCheckFailed"
+	ReasonRestoredRecord        = "RestoredFromRecord"
 )
 
 // Effect is what a reason means for the migration when a step stops on it.
@@ -88,7 +91,7 @@ var catalogue = map[string]Effect{
 	ReasonPaused:      Holds, ReasonAwaitingApproval: Holds, ReasonDryRun: Holds,
 	ReasonConflictingManager: Stalls, ReasonPreflightFailed: Stalls, ReasonNetworkProbeFailed: Stalls,
 	ReasonInstallationNotFound: Stalls, ReasonCalicoAPIUnavailable: Stalls, ReasonStepTimeout: Stalls,
-	ReasonDetectionFailed: Stalls, ReasonWindowsNodesPresent: Stalls,
+	ReasonDetectionFailed: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonPodNetworkCheckFailed: Stalls,
 	ReasonMigrated: Informs, ReasonRolledBack: Informs, ReasonNothingToRollBack: Informs,
 	ReasonPreflightPassed: Informs, ReasonPreflightWarnings: Informs, ReasonCalicoHealthy: Informs,
 	ReasonNoWindowsNodes: Informs, ReasonAddress: Informs, ReasonHostname: Informs,

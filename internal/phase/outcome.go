@@ -1,6 +1,10 @@
 package phase
 
-import "github.com/winready/winready/api/v1alpha1"
+import (
+	"time"
+
+	"github.com/winready/winready/api/v1alpha1"
+)
 
 // Kind is how far a step got in one reconcile.
 type Kind int
@@ -31,7 +35,11 @@ type Outcome struct {
 	// Unseen is set on a Waiting outcome whose own write has not shown in
 	// the cache yet: it is looked at again soon.
 	Unseen bool
-	Err    error
+	// Reported is set on a Waiting outcome whose conditions are already
+	// set (a check running after the step); it is looked at again After.
+	Reported bool
+	After    time.Duration
+	Err      error
 }
 
 // Finished is the outcome of a walk whose every step is done.

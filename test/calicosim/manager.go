@@ -9,7 +9,8 @@ import (
 
 // NewManager returns a manager of its own that runs the simulated Tigera
 // operator and DaemonSet controller with opts, and simulated probe agents
-// for rounds in probeNamespace. Start it beside the code under test.
+// and pod network check pods for rounds in probeNamespace (sim.PodChecks
+// breaks their dataplane). Start it beside the code under test.
 func NewManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, probeNamespace string) (ctrl.Manager, *Simulator, *ProbeAgents, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
 	if err != nil {
@@ -21,6 +22,10 @@ func NewManager(cfg *rest.Config, scheme *runtime.Scheme, opts Options, probeNam
 	}
 	agents := NewProbeAgents(probeNamespace)
 	if err := agents.SetupWithManager(mgr); err != nil {
+		return nil, nil, nil, err
+	}
+	sim.podChecks = NewPodChecks(probeNamespace)
+	if err := sim.podChecks.SetupWithManager(mgr); err != nil {
 		return nil, nil, nil, err
 	}
 	return mgr, sim, agents, nil

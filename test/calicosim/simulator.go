@@ -78,6 +78,8 @@ type Simulator struct {
 	windowsNodes map[string]WindowsNodeBehaviour
 	// withheld are the nodes Felix leaves without a tunnel address (WithholdTunnel).
 	withheld map[string]bool
+	// podChecks plays the pod network check pods, when NewManager started them.
+	podChecks *PodChecks
 
 	// Pokes wake controllers for changes that are not Kubernetes objects (fault injection, API mode).
 	corePokes        chan event.GenericEvent
@@ -352,3 +354,7 @@ func (s *Simulator) rememberedEndpoint(ctx context.Context, inst *operatorv1.Ins
 	s.mu.Unlock()
 	return ep, nil
 }
+
+// PodChecks is the pod network check pods NewManager started beside the
+// simulator, nil otherwise.
+func (s *Simulator) PodChecks() *PodChecks { return s.podChecks }

@@ -34,7 +34,9 @@ func skipProbe() bool { return os.Getenv("E2E_BACKEND") == "real" }
 // step changes the cluster.
 func createPausedWR() {
 	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
-		Spec: v1alpha1.WindowsReadinessSpec{Paused: true, Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: skipProbe()}}}
+		Spec: v1alpha1.WindowsReadinessSpec{Paused: true, Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: skipProbe()},
+			// No pod runs on kwok nodes: the pod network check needs real pods.
+			PodNetworkCheck: v1alpha1.PodNetworkCheckSpec{Disabled: skipProbe()}}}
 	Expect(k8s.Create(ctx, wr)).To(Succeed())
 }
 

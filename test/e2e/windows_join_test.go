@@ -49,7 +49,9 @@ var _ = Describe("The first Windows node joining a Windows-ready cluster", Order
 
 	It("reports no Windows node once Ready", func() {
 		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
-			Spec: v1alpha1.WindowsReadinessSpec{Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: skipProbe()}}}
+			Spec: v1alpha1.WindowsReadinessSpec{Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: skipProbe()},
+				// No pod runs on kwok nodes: the pod network check needs real pods.
+				PodNetworkCheck: v1alpha1.PodNetworkCheckSpec{Disabled: skipProbe()}}}
 		Expect(k8s.Create(ctx, wr)).To(Succeed())
 		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
 		Eventually(func() string {
