@@ -196,7 +196,7 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 						own += n
 					}
 				}
-				fmt.Printf("\nReady in %s. winready's API writes: %d to Calico's objects, %d to its own (gate, probe round): %v\n",
+				fmt.Printf("\nReady in %s. winready's API writes: %d to Calico's objects, %d to its own (originals record, probe round): %v\n",
 					time.Since(start).Round(10*time.Millisecond), calico, own, r.Writes.Snapshot())
 				if exitWhenReady {
 					return nil
