@@ -6,9 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/discovery"
-	"k8s.io/utils/ptr"
 
 	"github.com/winready/winready/api/v1alpha1"
 )
@@ -59,7 +57,7 @@ var _ = Describe("The WindowsReadiness API", func() {
 	It("keeps phaseTimeout as the name of the progress deadline and takes both when they agree", func() {
 		Expect(create(v1alpha1.Name, func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.PhaseTimeout, wr.Spec.ProgressDeadline = dur("45m"), dur("45m")
-			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromString("50%"))
+			wr.Spec.Rollout.Conservative = true
 		})).To(Succeed())
 		Expect(getWR().Spec.EffectiveProgressDeadline().String()).To(Equal("45m0s"))
 	})
@@ -121,15 +119,6 @@ var _ = Describe("The WindowsReadiness API", func() {
 		Entry("a progress deadline and a different phase timeout", func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.ProgressDeadline, wr.Spec.PhaseTimeout = dur("1h"), dur("30m")
 		}, "spec", "phaseTimeout is the deprecated name of progressDeadline"),
-		Entry("more than 100 nodes unavailable at once", func(wr *v1alpha1.WindowsReadiness) {
-			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(101))
-		}, "spec.rollout.maxUnavailable", "must be 1 to 100 nodes or 1% to 50%"),
-		Entry("no node unavailable at all", func(wr *v1alpha1.WindowsReadiness) {
-			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(0))
-		}, "spec.rollout.maxUnavailable", "must be 1 to 100 nodes or 1% to 50%"),
-		Entry("more than half the nodes unavailable at once", func(wr *v1alpha1.WindowsReadiness) {
-			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromString("51%"))
-		}, "spec.rollout.maxUnavailable", "must be 1 to 100 nodes or 1% to 50%"),
 		Entry("a probe timeout above ten minutes", func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Preflight.ProbeTimeout = dur("11m")
 		}, "spec.preflight.probeTimeout", "must be between 1s and 10m"),

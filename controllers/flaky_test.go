@@ -45,9 +45,11 @@ func (f *flakiness) failBefore() bool {
 	return false
 }
 
-// failAfter says whether an applied write's response is lost.
+// failAfter says whether an applied write's response is lost. The first
+// applied write always loses it, so that every run covers that case
+// whatever the order of requests.
 func (f *flakiness) failAfter() bool {
-	if f.roll(f.after) {
+	if f.failedAfter.Load() == 0 || f.roll(f.after) {
 		f.failedAfter.Add(1)
 		return true
 	}

@@ -374,9 +374,9 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 				op = startOperator(op.clock, writes)
 			}
 			return wr.Status.Phase
-		}).Should(Equal(v1alpha1.PhaseReady))
+		}).WithTimeout(3*time.Minute).Should(Equal(v1alpha1.PhaseReady), "a restart takes a second; progress and the pod network checks change the message often")
 		Expect(restarts).To(BeNumerically(">=", 6), "restarted at least once per step")
-		Eventually(func() map[string]int { return calicoOnly(appliedWritesSince(baseline)()) }).WithTimeout(5*time.Second).Should(Equal(map[string]int{
+		Eventually(func() map[string]int { return calicoOnly(appliedWritesSince(baseline)()) }).WithTimeout(30*time.Second).Should(Equal(map[string]int{
 			"ipamconfigurations patch":          1,
 			"installations patch":               4,
 			"configmaps tigera-operator create": 1,

@@ -155,7 +155,7 @@ var _ = Describe("Transient API errors", func() {
 		op = startOperatorWith(operatorOptions{flaky: flaky})
 		createWR()
 
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(phaseOf).WithTimeout(3*time.Minute).Should(Equal(v1alpha1.PhaseReady), "every failed request waits for its backoff")
 		Expect(flaky.failedBefore.Load()).To(BeNumerically(">", 0))
 		Expect(flaky.failedAfter.Load()).To(BeNumerically(">", 0))
 		Eventually(func() map[string]int { return calicoOnly(appliedWritesSince(baseline)()) }).Should(Equal(map[string]int{
@@ -165,7 +165,7 @@ var _ = Describe("Transient API errors", func() {
 		}), "each change applied once; all writes: %v", appliedWritesSince(baseline)())
 
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Eventually(phaseOf).WithTimeout(3 * time.Minute).Should(Equal(v1alpha1.PhaseRolledBack))
 		Expect(touchedFields()).To(Equal(original))
 	})
 })

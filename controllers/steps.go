@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ func (p *pass) walk(ctx context.Context, in phase.Input, steps []phase.Step, all
 			n = total - i
 		}
 		logger := log.FromContext(ctx).WithValues("step", step.Name(), "index", n, "direction", in.Direction)
-		if o := p.walkStep(log.IntoContext(ctx, logger), in, step, allowed); o.Kind != phase.Done {
+		if o := p.walkStep(log.IntoContext(ctx, logger), in, step, steps[i+1:], allowed); o.Kind != phase.Done {
 			return o.At(step.Name(), n, total)
 		}
 		p.finishStep(step.Name(), in.Direction)
@@ -48,7 +49,7 @@ func (p *pass) walk(ctx context.Context, in phase.Input, steps []phase.Step, all
 }
 
 // walkStep takes one step as far as it goes in this reconcile.
-func (p *pass) walkStep(ctx context.Context, in phase.Input, step phase.Step, allowed mayChange) phase.Outcome {
+func (p *pass) walkStep(ctx context.Context, in phase.Input, step phase.Step, rest []phase.Step, allowed mayChange) phase.Outcome {
 	name, dir := step.Name(), in.Direction
 	if err := step.Read(ctx, p.readers(), in.Cluster); err != nil {
 		return phase.FailedWith(fmt.Errorf("observing step %s: %w", name, err))
@@ -81,7 +82,7 @@ func (p *pass) walkStep(ctx context.Context, in phase.Input, step phase.Step, al
 				return phase.WaitingFor(why)
 			}
 		}
-		if o := p.change(ctx, in, step, due); o != nil {
+		if o := p.change(ctx, in, step, p.batch(ctx, in, step, rest, allowed, due)); o != nil {
 			return *o
 		}
 	}
@@ -110,15 +111,18 @@ func (p *pass) verify(ctx context.Context, name v1alpha1.StepName, dir v1alpha1.
 
 // change makes the changes that are due and reads the step again; it returns
 // an outcome when the step cannot go on in this reconcile.
-func (p *pass) change(ctx context.Context, in phase.Input, step phase.Step, due []calico.Change) *phase.Outcome {
+func (p *pass) change(ctx context.Context, in phase.Input, step phase.Step, b batched) *phase.Outcome {
 	name := step.Name()
 	p.startStep(name, in.Direction)
-	log.FromContext(ctx).Info("changing the cluster", "changes", len(due))
-	if err := calico.Apply(ctx, p.r.Client, in.Cluster, due); err != nil {
+	log.FromContext(ctx).Info("changing the cluster", "changes", len(b.changes), "with", b.steps)
+	if err := calico.Apply(ctx, p.r.Client, in.Cluster, b.changes); err != nil {
 		o := phase.FailedWith(fmt.Errorf("step %s: %w", name, err))
 		return &o
 	}
 	p.markChanged(name)
+	for _, other := range b.steps {
+		p.markChanged(other)
+	}
 	if err := step.Read(ctx, p.readers(), in.Cluster); err != nil {
 		o := phase.FailedWith(fmt.Errorf("observing step %s: %w", name, err))
 		return &o
@@ -131,6 +135,49 @@ func (p *pass) change(ctx context.Context, in phase.Input, step phase.Step, due 
 		return &o
 	}
 	return nil
+}
+
+// rendersCalicoNode are the steps whose changes make the Tigera operator
+// re-render calico-node, each a rollout over every node.
+var rendersCalicoNode = []v1alpha1.StepName{v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}
+
+// batched are the changes one write makes, and the later steps they include.
+type batched struct {
+	changes []calico.Change
+	steps   []v1alpha1.StepName
+}
+
+// batch adds to a step's due changes those of the later steps that also
+// re-render calico-node, so that the Tigera operator renders them in one
+// reconcile and calico-node rolls out once: calico.Apply patches the
+// Installation first and writes the services endpoint ConfigMap right
+// after, and the operator reads that ConfigMap late in its reconcile. A
+// later step whose change may not be made now (approval, a gate, Calico
+// unhealthy) is left to its own turn, as is every step under
+// spec.rollout.conservative.
+func (p *pass) batch(ctx context.Context, in phase.Input, step phase.Step, rest []phase.Step, allowed mayChange, due []calico.Change) batched {
+	b := batched{changes: due}
+	if p.wr.Spec.Rollout.Conservative || !slices.Contains(rendersCalicoNode, step.Name()) {
+		return b
+	}
+	for _, other := range rest {
+		if !slices.Contains(rendersCalicoNode, other.Name()) || other.Read(ctx, p.readers(), in.Cluster) != nil {
+			continue
+		}
+		more := calico.Due(other.Diff(in))
+		if len(more) == 0 || allowed(ctx, other.Name()) != nil {
+			continue
+		}
+		if g, ok := other.(phase.Gated); ok {
+			if ready, _ := g.ReadyToChange(in); !ready {
+				continue
+			}
+		}
+		p.startStep(other.Name(), in.Direction)
+		b.changes = append(b.changes, more...)
+		b.steps = append(b.steps, other.Name())
+	}
+	return b
 }
 
 func (p *pass) readers() phase.Readers {

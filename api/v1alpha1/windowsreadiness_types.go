@@ -2,7 +2,6 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Name is the only name a WindowsReadiness may have: a cluster has one Calico
@@ -125,19 +124,6 @@ type WindowsNodesSpec struct {
 
 // RolloutSpec tunes how calico-node rolls out during the migration.
 type RolloutSpec struct {
-	// MaxUnavailable is written into the Installation's
-	// spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable for the
-	// migration (how many nodes restart calico-node at once) and restored
-	// at the end and on rollback. Unset: the Installation's own (the Tigera
-	// operator's default is 1). At most 100 nodes or 50%: each restarting
-	// node drops its pods' networking for a moment and reconnects to Typha
-	// and the API server, so at least half the nodes keep serving and the
-	// reconnects stay within what a control plane absorbs.
-	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 1 && self <= 100) : self.matches('^([1-9]|[1-4][0-9]|50)%$')",message="must be 1 to 100 nodes or 1% to 50%: more nodes restarting calico-node at once risks the cluster's networking"
-	// +optional
-	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
-
 	// Conservative makes each change that re-renders calico-node (BGP off,
 	// the services endpoint) reach the Tigera operator on its own, so that
 	// calico-node rolls out once per change. By default both reach it

@@ -158,7 +158,16 @@ func Plan(cfg preflight.RoundConfig, round, seed string, pods []preflight.ProbeN
 // WritePlan writes the round's plan; the pods wait for it.
 func WritePlan(ctx context.Context, c client.Client, namespace string, data map[string]string, owner []metav1.OwnerReference) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: Name, Labels: Labels(), OwnerReferences: owner}, Data: data}
-	if err := c.Create(ctx, cm); err != nil {
+	err := c.Create(ctx, cm)
+	if apierrors.IsAlreadyExists(err) {
+		// A create whose response was lost, or a plan left over: write it
+		// afresh.
+		old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: Name}}
+		if err = client.IgnoreNotFound(c.Delete(ctx, old)); err == nil {
+			err = c.Create(ctx, cm)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("writing the pod network check plan: %w", err)
 	}
 	return nil

@@ -196,8 +196,10 @@ func (b *realBackend) Seed(ctx context.Context, c client.Client, cl calicosim.Cl
 		if err := c.Create(ctx, node); err != nil {
 			return err
 		}
+		// kwok writes the node's status too: patch only the address.
+		base := node.DeepCopy()
 		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.InternalIP}}
-		if err := c.Status().Update(ctx, node); err != nil {
+		if err := c.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
 			return err
 		}
 	}
