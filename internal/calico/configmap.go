@@ -14,15 +14,7 @@ import (
 // GetServicesEndpoint reads tigera-operator/kubernetes-services-endpoint; nil
 // when absent.
 func GetServicesEndpoint(ctx context.Context, r client.Reader) (*corev1.ConfigMap, error) {
-	cm := &corev1.ConfigMap{}
-	key := client.ObjectKey{Namespace: OperatorNamespace, Name: ServicesEndpointConfigMap}
-	if err := r.Get(ctx, key, cm); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading configmap %s: %w", key, err)
-	}
-	return cm, nil
+	return getOrNil(ctx, r, client.ObjectKey{Namespace: OperatorNamespace, Name: ServicesEndpointConfigMap}, &corev1.ConfigMap{})
 }
 
 // SetServicesEndpoint makes the ConfigMap hold exactly the given values for

@@ -100,14 +100,7 @@ func (h Health) SettledAt(gen int64) (bool, string) {
 
 // ReadDaemonSet reads a DaemonSet in calico-system; nil when absent.
 func ReadDaemonSet(ctx context.Context, r client.Reader, name string) (*appsv1.DaemonSet, error) {
-	ds := &appsv1.DaemonSet{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: SystemNamespace, Name: name}, ds); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading daemonset %s/%s: %w", SystemNamespace, name, err)
-	}
-	return ds, nil
+	return getOrNil(ctx, r, client.ObjectKey{Namespace: SystemNamespace, Name: name}, &appsv1.DaemonSet{})
 }
 
 // RolloutDone reports whether every pod of the DaemonSet runs its current

@@ -160,14 +160,7 @@ func isAbsent(v any) bool {
 // GetInstallation reads Installation "default". It returns nil, nil when the
 // cluster has none.
 func GetInstallation(ctx context.Context, r client.Reader) (*operatorv1.Installation, error) {
-	inst := &operatorv1.Installation{}
-	if err := r.Get(ctx, client.ObjectKey{Name: InstallationName}, inst); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading installation: %w", err)
-	}
-	return inst, nil
+	return getOrNil(ctx, r, client.ObjectKey{Name: InstallationName}, &operatorv1.Installation{})
 }
 
 // BGP returns spec.calicoNetwork.bgp, or nil when absent.

@@ -13,14 +13,7 @@ import (
 // GetIPAMConfig reads IPAMConfiguration "default" through projectcalico.org/v3;
 // nil when the cluster has none (which Calico treats as strictAffinity false).
 func GetIPAMConfig(ctx context.Context, r client.Reader) (*calicov3.IPAMConfiguration, error) {
-	cfg := &calicov3.IPAMConfiguration{}
-	if err := r.Get(ctx, client.ObjectKey{Name: IPAMConfigName}, cfg); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading ipamconfiguration %s: %w", IPAMConfigName, err)
-	}
-	return cfg, nil
+	return getOrNil(ctx, r, client.ObjectKey{Name: IPAMConfigName}, &calicov3.IPAMConfiguration{})
 }
 
 // SetStrictAffinity sets strictAffinity on the IPAM configuration, creating it
@@ -58,14 +51,7 @@ func DeleteIPAMConfig(ctx context.Context, c client.Client, cfg *calicov3.IPAMCo
 // GetIPPool reads the projectcalico.org/v3 IPPool the Tigera operator writes
 // for an Installation pool; nil when it does not exist (yet).
 func GetIPPool(ctx context.Context, r client.Reader, name string) (*calicov3.IPPool, error) {
-	pool := &calicov3.IPPool{}
-	if err := r.Get(ctx, client.ObjectKey{Name: name}, pool); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading ippool %s: %w", name, err)
-	}
-	return pool, nil
+	return getOrNil(ctx, r, client.ObjectKey{Name: name}, &calicov3.IPPool{})
 }
 
 // ListIPPools lists every projectcalico.org/v3 IPPool in the cluster.
