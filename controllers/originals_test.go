@@ -187,8 +187,8 @@ var _ = Describe("A dry run at any moment", func() {
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePlanned))
 		sim.ReleaseRollouts()
-		Consistently(servicesEndpoint).Should(BeNil(), "no further step runs")
-		Expect(getWR().Status.Plan).To(ContainElement(HaveField("Step", v1alpha1.StepServicesEndpoint)))
+		Consistently(func() []string { return installation().Spec.ServiceCIDRs }).Should(BeNil(), "no further step runs")
+		Expect(getWR().Status.Plan).To(ContainElement(HaveField("Step", v1alpha1.StepServiceCIDRs)))
 
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false })
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
