@@ -68,7 +68,8 @@ var _ = Describe("Watching Windows nodes join once the cluster is Ready", func()
 			"the pod Ready, a block of its own, the node Ready")
 		Eventually(condition(windows.ConditionHealthy)).Should(And(haveStatus(metav1.ConditionTrue, windows.ReasonJoined),
 			HaveField("Message", ContainSubstring("1 of 1 Windows nodes joined"))))
-		Expect(getWR().Status.WindowsNodes).To(Equal([]string{"win-1"}), "the list of names stays as it was")
+		Eventually(func() []string { return getWR().Status.WindowsNodes }).Should(Equal([]string{"win-1"}),
+			"the list of names stays as it was, once the node cache has seen the node")
 		Expect(phaseOf()).To(Equal(v1alpha1.PhaseReady))
 
 		By("writing nothing when a change to the node changes nothing of its join")
