@@ -18,6 +18,7 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/podcheck"
 	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/test/calicosim"
 )
@@ -167,6 +168,8 @@ func resetCluster(op *operator) {
 	sim.ClearFault()
 	sim.ReleaseRollouts()
 	agents.Reset()
+	// A pod network check round the spec left running goes with it.
+	Expect(podcheck.Cleanup(ctx, k8s, probeNamespace)).To(Succeed())
 	Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
 }
 
