@@ -323,7 +323,10 @@ func runWinready(ctx context.Context, b bench, op *winready, r *result) error {
 		return err
 	}
 	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
-		Spec: v1alpha1.WindowsReadinessSpec{Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: true}}}
+		Spec: v1alpha1.WindowsReadinessSpec{Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: true},
+			// The benchmark measures rollouts and API load; the pod network
+			// check has its own benchmark (BenchmarkPodCheckRound).
+			PodNetworkCheck: v1alpha1.PodNetworkCheckSpec{Disabled: true}}}
 	start := time.Now()
 	if err := b.c.Create(ctx, wr); err != nil {
 		return err
