@@ -28,7 +28,7 @@ import (
 // network with the restricted Pod Security level.
 func runPodCheck(args []string) error {
 	fs := flag.NewFlagSet("podcheck", flag.ContinueOnError)
-	namespace := fs.String("namespace", "winready-probe", "namespace of the plan and the reports")
+	namespace := fs.String("namespace", preflight.DefaultProbeNamespace, "namespace of the plan and the reports")
 	node := fs.String("node", os.Getenv("NODE_NAME"), "this node's name (env NODE_NAME)")
 	podIPText := fs.String("pod-ip", os.Getenv("POD_IP"), "this pod's address (env POD_IP)")
 	round := fs.String("round", os.Getenv("ROUND"), "the round (env ROUND)")
