@@ -19,6 +19,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/podcheck"
+	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/test/calicosim"
 )
@@ -168,7 +169,10 @@ func resetCluster(op *operator) {
 	sim.ClearFault()
 	sim.ReleaseRollouts()
 	agents.Reset()
-	// A pod network check round the spec left running goes with it.
+	// A probe round or pod network check round the spec left running goes
+	// with it: the stopped operator no longer removes them, and envtest has
+	// no garbage collector to follow their owner references.
+	Expect(preflight.Cleanup(ctx, k8s, probeNamespace)).To(Succeed())
 	Expect(podcheck.Cleanup(ctx, k8s, probeNamespace)).To(Succeed())
 	Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
 }
