@@ -4,6 +4,8 @@
 package conditions
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -65,6 +67,9 @@ const (
 	// than before the first change.
 	ReasonPodNetworkCheckFailed = "PodNetworkCheckFailed"
 	ReasonRestoredRecord        = "RestoredFromRecord"
+	// ReasonMaxUnavailableTooHigh: spec.rollout.maxUnavailable would take the
+	// pod network from too many nodes at once.
+	ReasonMaxUnavailableTooHigh = "MaxUnavailableTooHigh"
 )
 
 // Effect is what a reason means for the migration when a step stops on it.
@@ -92,7 +97,8 @@ var catalogue = map[string]Effect{
 	ReasonConflictingManager: Stalls, ReasonPreflightFailed: Stalls, ReasonNetworkProbeFailed: Stalls,
 	ReasonInstallationNotFound: Stalls, ReasonCalicoAPIUnavailable: Stalls, ReasonStepTimeout: Stalls,
 	ReasonDetectionFailed: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonPodNetworkCheckFailed: Stalls,
-	ReasonMigrated: Informs, ReasonRolledBack: Informs, ReasonNothingToRollBack: Informs,
+	ReasonMaxUnavailableTooHigh: Stalls,
+	ReasonMigrated:              Informs, ReasonRolledBack: Informs, ReasonNothingToRollBack: Informs,
 	ReasonPreflightPassed: Informs, ReasonPreflightWarnings: Informs, ReasonCalicoHealthy: Informs,
 	ReasonNoWindowsNodes: Informs, ReasonAddress: Informs, ReasonHostname: Informs,
 	ReasonOriginalsMismatch: Informs, ReasonRecorded: Informs, ReasonRestoredRecord: Informs,
@@ -139,15 +145,20 @@ func Phase(wr *v1alpha1.WindowsReadiness) v1alpha1.Phase {
 	if ready != nil && ready.Reason == ReasonDryRun {
 		return v1alpha1.PhasePlanned
 	}
+	// Done is done in the direction asked for: right after the direction
+	// turns, the conditions still tell of the other direction's end.
+	doneBy := func(reasons ...string) bool {
+		return ready != nil && ready.Status == metav1.ConditionTrue && slices.Contains(reasons, ready.Reason)
+	}
 	if wr.Spec.Direction == v1alpha1.DirectionRollback {
-		if rc != nil && rc.Status == metav1.ConditionFalse {
+		if doneBy(ReasonRolledBack, ReasonNothingToRollBack) {
 			return v1alpha1.PhaseRolledBack
 		}
 		return v1alpha1.PhaseRollingBack
 	}
 	pf := meta.FindStatusCondition(wr.Status.Conditions, PreflightPassed)
 	switch {
-	case IsTrue(wr, Ready):
+	case doneBy(ReasonMigrated):
 		return v1alpha1.PhaseReady
 	case rc == nil:
 		return v1alpha1.PhasePending

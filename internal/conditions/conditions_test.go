@@ -82,6 +82,11 @@ func TestPhase(t *testing.T) {
 		{"", []cond{{Ready, "True", ReasonMigrated}, {Reconciling, "False", ReasonMigrated}}, v1alpha1.PhaseReady},
 		{v1alpha1.DirectionRollback, []cond{{Reconciling, "True", ReasonWaiting}}, v1alpha1.PhaseRollingBack},
 		{v1alpha1.DirectionRollback, []cond{{Ready, "True", ReasonRolledBack}, {Reconciling, "False", ReasonRolledBack}}, v1alpha1.PhaseRolledBack},
+		{v1alpha1.DirectionRollback, []cond{{Ready, "True", ReasonNothingToRollBack}, {Reconciling, "False", ReasonNothingToRollBack}}, v1alpha1.PhaseRolledBack},
+		// The direction was just turned: the conditions still tell of the
+		// other direction's end, which is not this one's.
+		{v1alpha1.DirectionRollback, []cond{{Ready, "True", ReasonMigrated}, {Reconciling, "False", ReasonMigrated}, {PreflightPassed, "True", ReasonPreflightPassed}}, v1alpha1.PhaseRollingBack},
+		{v1alpha1.DirectionMigrate, []cond{{Ready, "True", ReasonRolledBack}, {Reconciling, "False", ReasonRolledBack}, {PreflightPassed, "True", ReasonPreflightPassed}}, v1alpha1.PhaseMigrating},
 	} {
 		wr := &v1alpha1.WindowsReadiness{Spec: v1alpha1.WindowsReadinessSpec{Direction: tc.dir}}
 		for _, c := range tc.conds {
