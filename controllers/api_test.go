@@ -6,7 +6,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/discovery"
+	"k8s.io/utils/ptr"
 
 	"github.com/winready/winready/api/v1alpha1"
 )
@@ -62,6 +64,14 @@ var _ = Describe("The WindowsReadiness API", func() {
 		Expect(getWR().Spec.EffectiveProgressDeadline().String()).To(Equal("45m0s"))
 	})
 
+	It("takes a rollout maxUnavailable as a count or a percentage up to 25%", func() {
+		for _, v := range []intstr.IntOrString{intstr.FromInt32(40), intstr.FromString("25%"), intstr.FromString("1%")} {
+			Expect(create(v1alpha1.Name, func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = &v })).To(Succeed(), v.String())
+			Expect(getWR().Spec.Rollout.MaxUnavailable).To(HaveValue(Equal(v)))
+			deleteWR()
+		}
+	})
+
 	It("rejects any name but default", func() {
 		err := create("other", none)
 		Expect(err).To(MatchError(ContainSubstring("metadata.name must be 'default'")))
@@ -86,6 +96,15 @@ var _ = Describe("The WindowsReadiness API", func() {
 		Entry("overlapping service CIDRs", func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.ServiceCIDRs = []v1alpha1.IPv4CIDR{"10.96.0.0/12", "10.100.0.0/16"}
 		}, "spec.serviceCIDRs", "must not overlap"),
+		Entry("a rollout maxUnavailable above 25%", func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromString("30%"))
+		}, "spec.rollout.maxUnavailable", "a percentage from 1% to 25%"),
+		Entry("a rollout maxUnavailable of no node", func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+		}, "spec.rollout.maxUnavailable", "a node count of at least 1"),
+		Entry("a rollout maxUnavailable that is neither a count nor a percentage", func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromString("five"))
+		}, "spec.rollout.maxUnavailable", "a percentage from 1% to 25%"),
 		Entry("an empty API server host", func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: "", Port: 6443}
 		}, "spec.apiServer.host", "at least 1 chars long"),

@@ -89,6 +89,9 @@ func (p *pass) migrationBlocked(_ context.Context, step v1alpha1.StepName) *phas
 	if o := p.heldBySpec(step); o != nil {
 		return o
 	}
+	if o := p.speedRefused(step); o != nil {
+		return o
+	}
 	if reason, why := p.podCheckBlocked(step); reason != "" {
 		o := phase.BlockedBy(reason, why)
 		return &o
@@ -168,6 +171,7 @@ func (p *pass) planOnly(ctx context.Context, in phase.Input, steps []phase.Step)
 		}
 		plan = append(plan, phase.Plan(step.Name(), step.Diff(in))...)
 	}
+	plan = p.plannedSpeed(in, plan)
 	dir := in.Direction
 	if len(plan) > maxPlan {
 		plan = plan[:maxPlan]
@@ -339,6 +343,7 @@ func (p *pass) recordOriginals(ctx context.Context, c *calico.Cluster, steps []p
 		}
 		step.Record(c, originals)
 	}
+	phase.RecordMaxUnavailable(c, originals)
 	if err := record.Save(ctx, p.r.Client, p.r.Namespace, originals); err != nil {
 		return err
 	}

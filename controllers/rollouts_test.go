@@ -1,11 +1,18 @@
 package controllers_test
 
 import (
+	operatorv1 "github.com/tigera/operator/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -41,5 +48,76 @@ var _ = Describe("calico-node rollouts the migration forces", func() {
 		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.Conservative = true })
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
 		Expect(rollouts() - before).To(Equal(2))
+	})
+
+	maxUnavailable := func() *intstr.IntOrString {
+		return installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable
+	}
+	stats := func() calicosim.RolloutStats { return sim.Rollouts(calico.SystemNamespace, calico.NodeDaemonSet) }
+
+	It("rolls calico-node out faster with spec.rollout.maxUnavailable, and puts the Installation's value back", func() {
+		seed(calicosim.MainClusterOf(8))
+		sim.ResetRolloutStats()
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(stats()).To(And(HaveField("Rollouts", 1), HaveField("MostUnavailable", 2)), "one rollout, two nodes at a time")
+		Expect(maxUnavailable()).To(HaveValue(Equal(intstr.FromInt32(1))), "the Tigera operator's default, put back")
+		Expect(getWR().Status.Originals.NodeMaxUnavailable).To(HaveValue(Equal(v1alpha1.OriginalValue{Present: true, Value: "1"})))
+
+		By("rolling back as fast, and putting the value back again")
+		sim.ResetRolloutStats()
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(stats()).To(And(HaveField("Rollouts", 1), HaveField("MostUnavailable", 2)))
+		Expect(maxUnavailable()).To(HaveValue(Equal(intstr.FromInt32(1))))
+	})
+
+	It("shows the faster rollout and the value put back in a dry run's plan", func() {
+		seed(calicosim.MainClusterOf(8))
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.DryRun = true
+			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromString("25%"))
+		})
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePlanned))
+		var speed []v1alpha1.PlannedChange
+		for _, c := range getWR().Status.Plan {
+			if c.Field == "spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable" {
+				speed = append(speed, c)
+			}
+		}
+		Expect(speed).To(HaveExactElements(
+			And(HaveField("Step", v1alpha1.StepBGP), HaveField("Before", "1"), HaveField("After", "25%")),
+			And(HaveField("Step", v1alpha1.StepWindowsDataplane), HaveField("Before", "25%"), HaveField("After", "1"))))
+	})
+
+	It("refuses a count above a quarter of the nodes before BGP is turned off, and goes on once it is lowered", func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
+		Eventually(condition(conditions.Stalled)).Should(And(HaveField("Status", metav1.ConditionTrue),
+			HaveField("Reason", conditions.ReasonMaxUnavailableTooHigh),
+			HaveField("Message", ContainSubstring("spec.rollout.maxUnavailable 2 is more than a quarter of the 3 nodes calico-node runs on: at most 1"))))
+		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)), "nothing that rolls calico-node was changed")
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(1)) })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+	})
+
+	It("leaves a maxUnavailable someone else set during the migration", func() {
+		seed(calicosim.MainClusterOf(8))
+		sim.HoldRollouts()
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
+		Eventually(maxUnavailable).Should(HaveValue(Equal(intstr.FromInt32(2))))
+
+		inst := installation()
+		patch := client.MergeFrom(inst.DeepCopy())
+		inst.Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(3))
+		Expect(k8s.Patch(ctx, inst, patch, client.FieldOwner("platform-team"))).To(Succeed())
+		sim.ReleaseRollouts()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(maxUnavailable()).To(HaveValue(Equal(intstr.FromInt32(3))))
 	})
 })

@@ -45,6 +45,9 @@ func (p *pass) walk(ctx context.Context, in phase.Input, steps []phase.Step, all
 		}
 		p.finishStep(step.Name(), in.Direction)
 	}
+	if o := p.restoreSpeed(ctx, in); o != nil {
+		return *o
+	}
 	return phase.Finished()
 }
 
@@ -157,7 +160,11 @@ type batched struct {
 // spec.rollout.conservative.
 func (p *pass) batch(ctx context.Context, in phase.Input, step phase.Step, rest []phase.Step, allowed mayChange, due []calico.Change) batched {
 	b := batched{changes: due}
-	if p.wr.Spec.Rollout.Conservative || !slices.Contains(rendersCalicoNode, step.Name()) {
+	if !slices.Contains(rendersCalicoNode, step.Name()) {
+		return b
+	}
+	b.changes = append(b.changes, p.faster(in)...)
+	if p.wr.Spec.Rollout.Conservative {
 		return b
 	}
 	for _, other := range rest {

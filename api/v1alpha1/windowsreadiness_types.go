@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Name is the only name a WindowsReadiness may have: a cluster has one Calico
@@ -130,6 +131,23 @@ type RolloutSpec struct {
 	// together and calico-node rolls out once.
 	// +optional
 	Conservative bool `json:"conservative,omitempty"`
+
+	// MaxUnavailable is calico-node's rolling-update maxUnavailable while the
+	// migration, or a rollback, rolls calico-node out: more nodes at a time
+	// make a rollout faster and take the pod network from more nodes at
+	// once. winready writes it into the Installation's
+	// spec.nodeUpdateStrategy together with the first change that re-renders
+	// calico-node, records the value it replaces with the originals, and puts
+	// that value back once every step has settled (unless someone else has
+	// changed it since). A node count of at least 1, or a percentage from 1%
+	// to 25% of the nodes calico-node runs on; a count above a quarter of
+	// those nodes is refused in the Stalled condition. Unset: calico-node
+	// rolls out as the Installation says (the Tigera operator's default is
+	// one node at a time).
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : (self.matches('^[0-9]+%$') && int(self.replace('%', '')) >= 1 && int(self.replace('%', '')) <= 25)",message="must be a node count of at least 1, or a percentage from 1% to 25%: more would take the pod network from over a quarter of the nodes at once"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
 // WindowsReadinessSpec is what the platform team asks for.
@@ -424,6 +442,12 @@ type Originals struct {
 	// WindowsNodesPresent records whether spec.windowsNodes was set; the Tigera
 	// operator defaults it once Windows is on and rejects it once Windows is off.
 	WindowsNodesPresent bool `json:"windowsNodesPresent"`
+	// NodeMaxUnavailable is calico-node's rolling-update maxUnavailable in the
+	// Installation's spec.nodeUpdateStrategy (a count or a percentage), put
+	// back after spec.rollout.maxUnavailable sped the rollouts up. Records
+	// made before winready knew this field lack it; nothing is sped up then.
+	// +optional
+	NodeMaxUnavailable *OriginalValue `json:"nodeMaxUnavailable,omitempty"`
 }
 
 // CheckResult is the outcome of one compatibility check.

@@ -47,6 +47,12 @@ func InstallationPatch(inst *operatorv1.Installation, changes []Change) *Patch {
 		}
 	}
 	for _, ch := range changes {
+		if ch.Pointer == PathNodeMaxUnavailable && ch.New.Present {
+			EnsureRollingUpdate(p, inst)
+			break
+		}
+	}
+	for _, ch := range changes {
 		if ch.Pool != nil {
 			p.Test(poolCIDRPointer(ch.Pointer), ch.Pool.CIDR)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -109,6 +110,19 @@ func TestInstallationPatch(t *testing.T) {
 		want: `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"add","path":"/spec/calicoNetwork","value":{}},` +
 			`{"op":"add","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`,
 	}, {
+		name: "a missing rolling update is added first, keeping the strategy's type",
+		inst: &operatorv1.Installation{Spec: operatorv1.InstallationSpec{NodeUpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType}}},
+		changes: []Change{{Pointer: PathNodeMaxUnavailable, New: Of(int64(5))}},
+		want: `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},` +
+			`{"op":"add","path":"/spec/nodeUpdateStrategy","value":{"rollingUpdate":{},"type":"RollingUpdate"}},` +
+			`{"op":"add","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":5}]`,
+	}, {
+		name:    "a count is tested as a number",
+		inst:    &operatorv1.Installation{Spec: operatorv1.InstallationSpec{NodeUpdateStrategy: appsv1.DaemonSetUpdateStrategy{RollingUpdate: &appsv1.RollingUpdateDaemonSet{}}}},
+		changes: []Change{{Pointer: PathNodeMaxUnavailable, Old: Of(int64(1)), New: Of("25%")}},
+		want: `[{"op":"test","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":1},` +
+			`{"op":"replace","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":"25%"}]`,
+	}, {
 		name:    "a removed value is tested",
 		inst:    bare,
 		changes: []Change{{Pointer: PathServiceCIDRs, Old: Of([]string{"10.96.0.0/12"})}},
@@ -210,5 +224,18 @@ func TestLastManager(t *testing.T) {
 	cidrs := []Change{{Object: ObjectInstallation, Pointer: PathServiceCIDRs}}
 	if got := LastManager(inst, cidrs, "winready"); got != "" {
 		t.Errorf("serviceCIDRs: %q, want none", got)
+	}
+}
+
+func TestOwnedBy(t *testing.T) {
+	inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "winready", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:calicoNetwork":{"f:bgp":{}},"f:nodeUpdateStrategy":{"f:rollingUpdate":{"f:maxUnavailable":{}}}}}`)}},
+		{Manager: "operator", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:nodeUpdateStrategy":{"f:type":{}}}}`)}},
+	}}}
+	if !OwnedBy(inst, PathNodeMaxUnavailable, "winready") {
+		t.Error("winready's maxUnavailable is not seen as its own")
+	}
+	if OwnedBy(inst, PathNodeMaxUnavailable, "operator") || OwnedBy(inst, PathServiceCIDRs, "winready") {
+		t.Error("a field another manager owns, or nobody, is seen as owned")
 	}
 }

@@ -206,12 +206,28 @@ func EnsureCalicoNetwork(p *Patch, inst *operatorv1.Installation) {
 	}
 }
 
+// EnsureRollingUpdate adds an empty spec.nodeUpdateStrategy.rollingUpdate to
+// p when the Installation has none, keeping the strategy's type, so that
+// maxUnavailable below it can be set.
+func EnsureRollingUpdate(p *Patch, inst *operatorv1.Installation) {
+	if s := inst.Spec.NodeUpdateStrategy; s.RollingUpdate == nil {
+		strategy := map[string]any{"rollingUpdate": map[string]any{}}
+		if s.Type != "" {
+			strategy["type"] = string(s.Type)
+		}
+		p.versioned = true
+		p.ops = append(p.ops, PatchOp{Op: "add", Path: "/spec/nodeUpdateStrategy", Value: strategy})
+	}
+}
+
 // JSON pointers of the fields winready changes.
 const (
 	PathBGP              = "/spec/calicoNetwork/bgp"
 	PathWindowsDataplane = "/spec/calicoNetwork/windowsDataplane"
 	PathServiceCIDRs     = "/spec/serviceCIDRs"
-	PathWindowsNodes     = "/spec/windowsNodes"
+	// PathNodeMaxUnavailable is calico-node's rolling-update maxUnavailable.
+	PathNodeMaxUnavailable = "/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable"
+	PathWindowsNodes       = "/spec/windowsNodes"
 	// PathStrictAffinity is the IPAM configuration's field.
 	PathStrictAffinity = "/spec/strictAffinity"
 )

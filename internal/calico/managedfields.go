@@ -102,3 +102,19 @@ func put(node map[string]any, parts []string, c Change) {
 	}
 	put(child, parts[1:], c)
 }
+
+// OwnedBy reports whether manager's managedFields own the Installation field
+// at pointer: the value there is the last one manager wrote, as a field
+// another manager changes since passes to that manager.
+func OwnedBy(inst *operatorv1.Installation, pointer, manager string) bool {
+	for _, e := range inst.ManagedFields {
+		if e.Manager != manager || e.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		if json.Unmarshal(e.FieldsV1.Raw, &fields) == nil && Owns(fields, pointer) {
+			return true
+		}
+	}
+	return false
+}

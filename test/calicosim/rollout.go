@@ -85,6 +85,7 @@ func (r *rolloutController) Reconcile(ctx context.Context, req reconcile.Request
 	started := rc.advance(now, maxUnavailable(ds, desired), r.sim.opts.RolloutStep, r.sim.rolloutsHeld())
 	if !rc.creating {
 		stats.add(key, started)
+		stats.unavailable(key, len(rc.replacing))
 	}
 	r.lastStep[ds.UID] = rc
 

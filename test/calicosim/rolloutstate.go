@@ -147,6 +147,9 @@ type rolloutStarts struct {
 type RolloutStats struct {
 	Rollouts     int
 	Replacements int
+	// MostUnavailable is the most pods a rollout had unavailable at once:
+	// the DaemonSet's maxUnavailable at work.
+	MostUnavailable int
 }
 
 // rolloutCounter keeps RolloutStats for every DaemonSet; the zero value is
@@ -170,6 +173,21 @@ func (c *rolloutCounter) add(key types.NamespacedName, s rolloutStarts) {
 	if s.rollout {
 		st.Rollouts++
 	}
+	c.stats[key] = st
+}
+
+// unavailable notes how many pods a rollout of key has unavailable now.
+func (c *rolloutCounter) unavailable(key types.NamespacedName, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stats[key]
+	if n <= st.MostUnavailable {
+		return
+	}
+	if c.stats == nil {
+		c.stats = map[types.NamespacedName]RolloutStats{}
+	}
+	st.MostUnavailable = n
 	c.stats[key] = st
 }
 

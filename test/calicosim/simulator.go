@@ -146,6 +146,13 @@ func (s *Simulator) InjectFault(message string) {
 	poke(s.corePokes)
 }
 
+// ResetRolloutStats starts the counts Rollouts returns afresh.
+func (s *Simulator) ResetRolloutStats() {
+	s.rolloutStats.mu.Lock()
+	defer s.rolloutStats.mu.Unlock()
+	s.rolloutStats.stats = nil
+}
+
 // HoldRollouts stops every DaemonSet rollout where it stands, as a node whose
 // new pod never becomes ready would, until ReleaseRollouts.
 func (s *Simulator) HoldRollouts() {

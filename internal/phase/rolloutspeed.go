@@ -1,0 +1,104 @@
+package phase
+
+import (
+	"fmt"
+	"math"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+)
+
+// MaxUnavailableShare is the largest share of calico-node's nodes that
+// spec.rollout.maxUnavailable may take the pod network from at once. The
+// CRD bounds a percentage by it; a count is bounded here, against the nodes
+// calico-node runs on.
+const MaxUnavailableShare = 0.25
+
+// RolloutSpeed is calico-node's rolling-update maxUnavailable during the
+// rollouts of a migration or a rollback (spec.rollout.maxUnavailable). It is
+// not a step: it rides along with the first change that re-renders
+// calico-node (Faster), and is put back once every step has settled
+// (Restore). Changing the update strategy alone changes no pod template, so
+// neither move is a rollout of its own.
+type RolloutSpeed struct {
+	// Want is the value to roll out with; nil leaves the Installation's.
+	Want *intstr.IntOrString
+}
+
+// RecordMaxUnavailable records the Installation's maxUnavailable, absent
+// included.
+func RecordMaxUnavailable(c *calico.Cluster, o *v1alpha1.Originals) {
+	v := maxUnavailableOf(c.Installation)
+	rec := v1alpha1.OriginalValue{}
+	if v.Present {
+		rec = v1alpha1.OriginalValue{Present: true, Value: fmt.Sprint(v.V)}
+	}
+	o.NodeMaxUnavailable = &rec
+}
+
+// Faster lists the change that sets maxUnavailable to Want for the rollouts
+// to come; none when Want is unset, already holds, no original was recorded
+// to put back, or calico-node does not roll out by itself (OnDelete).
+func (s RolloutSpeed) Faster(in Input) []calico.Change {
+	inst := in.Cluster.Installation
+	if s.Want == nil || in.Originals == nil || in.Originals.NodeMaxUnavailable == nil ||
+		inst.Spec.NodeUpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
+		return nil
+	}
+	return calico.FieldChange(calico.ObjectInstallation, calico.PathNodeMaxUnavailable,
+		maxUnavailableOf(inst), valueOfIntOrString(*s.Want))
+}
+
+// Restore lists the change that puts back the recorded maxUnavailable once
+// the rollouts are over. ours says whether winready made the current value
+// (its field manager owns it): a value someone else set since is theirs and
+// stays.
+func (s RolloutSpeed) Restore(in Input, ours bool) []calico.Change {
+	if !ours || in.Originals == nil || in.Originals.NodeMaxUnavailable == nil {
+		return nil
+	}
+	orig := calico.Value{}
+	if rec := in.Originals.NodeMaxUnavailable; rec.Present {
+		orig = valueOfIntOrString(intstr.Parse(rec.Value))
+	}
+	return calico.FieldChange(calico.ObjectInstallation, calico.PathNodeMaxUnavailable,
+		maxUnavailableOf(in.Cluster.Installation), orig)
+}
+
+// Check refuses a count of nodes above MaxUnavailableShare of the nodes
+// calico-node runs on (a percentage is bounded by the CRD).
+func (s RolloutSpeed) Check(in Input) error {
+	if s.Want == nil || s.Want.Type != intstr.Int || in.Cluster.Node == nil {
+		return nil
+	}
+	nodes := int(in.Cluster.Node.Status.DesiredNumberScheduled)
+	bound := max(1, int(math.Ceil(float64(nodes)*MaxUnavailableShare)))
+	if s.Want.IntValue() > bound {
+		return fmt.Errorf("spec.rollout.maxUnavailable %d is more than a quarter of the %d nodes calico-node runs on: "+
+			"at most %d (or a percentage up to 25%%) keeps the pod network on three quarters of the nodes during a rollout; "+
+			"lower it, or remove it to roll out as the Installation says", s.Want.IntValue(), nodes, bound)
+	}
+	return nil
+}
+
+// maxUnavailableOf is the Installation's calico-node maxUnavailable.
+func maxUnavailableOf(inst *operatorv1.Installation) calico.Value {
+	ru := inst.Spec.NodeUpdateStrategy.RollingUpdate
+	if ru == nil || ru.MaxUnavailable == nil {
+		return calico.Value{}
+	}
+	return valueOfIntOrString(*ru.MaxUnavailable)
+}
+
+// valueOfIntOrString is a count as a number and a percentage as a string,
+// as JSON carries them.
+func valueOfIntOrString(v intstr.IntOrString) calico.Value {
+	if v.Type == intstr.Int {
+		return calico.Of(int64(v.IntVal))
+	}
+	return calico.Of(v.StrVal)
+}

@@ -1,0 +1,129 @@
+package phase
+
+import (
+	"strings"
+	"testing"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+)
+
+// withStrategy is an Installation whose calico-node rolls out with maxUnavailable v (none when nil).
+func withStrategy(typ appsv1.DaemonSetUpdateStrategyType, v *intstr.IntOrString) *calico.Cluster {
+	return &calico.Cluster{Installation: installation(func(inst *operatorv1.Installation) {
+		inst.Spec.NodeUpdateStrategy.Type = typ
+		if v != nil {
+			inst.Spec.NodeUpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{MaxUnavailable: v}
+		}
+	})}
+}
+
+func speedLines(changes []calico.Change) []string {
+	var lines []string
+	for _, c := range changes {
+		lines = append(lines, c.Field()+": "+c.Before()+" -> "+c.After())
+	}
+	return lines
+}
+
+func TestRolloutSpeedRecordsFasterAndRestores(t *testing.T) {
+	one, ten, quarter := intstr.FromInt32(1), intstr.FromInt32(10), intstr.FromString("25%")
+	cases := []struct {
+		name              string
+		cluster           *calico.Cluster
+		want              *intstr.IntOrString
+		recorded          v1alpha1.OriginalValue
+		faster, raised    []string
+		restoreFromRaised []string
+	}{{
+		name: "a count", cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &one), want: &ten,
+		recorded:          v1alpha1.OriginalValue{Present: true, Value: "1"},
+		faster:            []string{"spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable: 1 -> 10"},
+		restoreFromRaised: []string{"spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable: 10 -> 1"},
+	}, {
+		name: "a percentage over a count", cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &one), want: &quarter,
+		recorded:          v1alpha1.OriginalValue{Present: true, Value: "1"},
+		faster:            []string{"spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable: 1 -> 25%"},
+		restoreFromRaised: []string{"spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable: 25% -> 1"},
+	}, {
+		name: "no rolling update yet", cluster: withStrategy("", nil), want: &ten,
+		recorded:          v1alpha1.OriginalValue{},
+		faster:            []string{"spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable: <absent> -> 10"},
+		restoreFromRaised: []string{"spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable: 10 -> <absent>"},
+	}, {
+		name: "already as wanted", cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &ten), want: &ten,
+		recorded: v1alpha1.OriginalValue{Present: true, Value: "10"},
+	}, {
+		name: "not asked for", cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &one),
+		recorded: v1alpha1.OriginalValue{Present: true, Value: "1"},
+	}, {
+		name: "calico-node on OnDelete", cluster: withStrategy(appsv1.OnDeleteDaemonSetStrategyType, nil), want: &ten,
+		recorded: v1alpha1.OriginalValue{},
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := &v1alpha1.Originals{}
+			RecordMaxUnavailable(c.cluster, o)
+			if *o.NodeMaxUnavailable != c.recorded {
+				t.Fatalf("recorded %+v, want %+v", *o.NodeMaxUnavailable, c.recorded)
+			}
+			s := RolloutSpeed{Want: c.want}
+			in := Input{Cluster: c.cluster, Originals: o, Direction: v1alpha1.DirectionMigrate}
+			up := s.Faster(in)
+			if got := speedLines(up); strings.Join(got, "|") != strings.Join(c.faster, "|") {
+				t.Fatalf("faster: %q, want %q", got, c.faster)
+			}
+			if got := s.Restore(in, true); len(got) != 0 {
+				t.Fatalf("restore before any change: %q", speedLines(got))
+			}
+			if len(up) == 0 {
+				return
+			}
+			raised := withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, c.want)
+			in.Cluster = raised
+			if got := speedLines(s.Restore(in, true)); strings.Join(got, "|") != strings.Join(c.restoreFromRaised, "|") {
+				t.Fatalf("restore: %q, want %q", got, c.restoreFromRaised)
+			}
+			if got := s.Restore(in, false); len(got) != 0 {
+				t.Fatalf("restore of a value someone else set: %q", speedLines(got))
+			}
+			if got := (RolloutSpeed{}).Restore(in, true); len(got) == 0 {
+				t.Fatal("a raise is put back after spec.rollout.maxUnavailable was removed")
+			}
+		})
+	}
+}
+
+func TestRolloutSpeedNeedsARecord(t *testing.T) {
+	ten := intstr.FromInt32(10)
+	in := Input{Cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, nil), Originals: &v1alpha1.Originals{}}
+	if got := (RolloutSpeed{Want: &ten}).Faster(in); len(got) != 0 {
+		t.Fatalf("a record without the original maxUnavailable has nothing to put back, yet: %q", speedLines(got))
+	}
+}
+
+func TestRolloutSpeedBound(t *testing.T) {
+	c := &calico.Cluster{Node: &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 10}}}
+	for _, tc := range []struct {
+		want intstr.IntOrString
+		err  string
+	}{
+		{intstr.FromInt32(3), ""},
+		{intstr.FromInt32(4), "spec.rollout.maxUnavailable 4 is more than a quarter of the 10 nodes calico-node runs on: at most 3"},
+		{intstr.FromString("25%"), ""},
+	} {
+		err := RolloutSpeed{Want: &tc.want}.Check(Input{Cluster: c})
+		if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: %v, want %q", tc.want.String(), err, tc.err)
+		}
+	}
+	one := intstr.FromInt32(1)
+	small := &calico.Cluster{Node: &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 2}}}
+	if err := (RolloutSpeed{Want: &one}).Check(Input{Cluster: small}); err != nil {
+		t.Errorf("one node at a time is always allowed: %v", err)
+	}
+}
