@@ -85,7 +85,11 @@ func (p *pass) walkStep(ctx context.Context, in phase.Input, step phase.Step, re
 				return phase.WaitingFor(why)
 			}
 		}
-		if o := p.change(ctx, in, step, p.batch(ctx, in, step, rest, allowed, due)); o != nil {
+		b := p.batch(ctx, in, step, rest, allowed, due)
+		if o := p.awaitQuiet(b); o != nil {
+			return *o
+		}
+		if o := p.change(ctx, in, step, b); o != nil {
 			return *o
 		}
 	}
@@ -204,8 +208,11 @@ func (p *pass) conclude(ctx context.Context, o phase.Outcome) (ctrl.Result, erro
 		}
 		msg := fmt.Sprintf("step %d/%d (%s): waiting for %s", o.Index, o.Total, o.Step, o.Message)
 		result := p.wait(ctx, o.Step, msg)
-		if o.Unseen {
+		switch {
+		case o.Unseen:
 			result = ctrl.Result{RequeueAfter: p.r.guardRetry()}
+		case o.After > 0 && result.RequeueAfter > o.After:
+			result.RequeueAfter = o.After
 		}
 		return result, nil
 	case phase.Blocked:

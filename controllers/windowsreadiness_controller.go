@@ -66,8 +66,15 @@ type Reconciler struct {
 	PreflightRetry time.Duration
 	RetryBase      time.Duration
 	RetryMax       time.Duration
+	// OperatorQuiet is how long the Tigera operator must have written
+	// nothing before a write that spans the Installation and the services
+	// endpoint (quiet.go); 0 is DefaultOperatorQuiet, negative is no wait
+	// (tests whose clock does not move by itself).
+	OperatorQuiet time.Duration
 
 	retries backoff
+	// operatorActivity is when the Tigera operator last wrote (quiet.go).
+	operatorActivity activity
 }
 
 // Reconcile runs one pass of the migration or rollback and writes the status.
@@ -226,6 +233,9 @@ func (p *pass) event(eventType, reason, action, note string, args ...any) {
 }
 
 func (r *Reconciler) guardRetry() time.Duration { return orDefault(r.GuardRetry, DefaultGuardRetry) }
+func (r *Reconciler) operatorQuiet() time.Duration {
+	return orDefault(r.OperatorQuiet, DefaultOperatorQuiet)
+}
 func (r *Reconciler) preflightRetry() time.Duration {
 	return orDefault(r.PreflightRetry, DefaultPreflightRetry)
 }

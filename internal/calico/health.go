@@ -27,6 +27,9 @@ type Health struct {
 	Message string
 	// DegradedSince is when the Degraded condition last turned True.
 	DegradedSince time.Time
+	// ResourceVersion changes with every write the Tigera operator makes to
+	// the TigeraStatus.
+	ResourceVersion string
 }
 
 // ReadHealth reads a TigeraStatus.
@@ -43,7 +46,7 @@ func ReadHealth(ctx context.Context, r client.Reader, name string) (Health, erro
 
 // HealthOf summarises a TigeraStatus.
 func HealthOf(ts *operatorv1.TigeraStatus) Health {
-	h := Health{Name: ts.Name, Found: true}
+	h := Health{Name: ts.Name, Found: true, ResourceVersion: ts.ResourceVersion}
 	first := true
 	var progressing string
 	for _, c := range ts.Status.Conditions {

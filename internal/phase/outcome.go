@@ -38,7 +38,8 @@ type Outcome struct {
 	// Reported is set on a Waiting outcome whose conditions are already
 	// set (a check running after the step); it is looked at again After.
 	Reported bool
-	After    time.Duration
+	// After, on a Waiting outcome, is when to look again at the latest.
+	After time.Duration
 	Err      error
 }
 

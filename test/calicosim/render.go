@@ -210,9 +210,11 @@ func (s *Simulator) applyDaemonSet(ctx context.Context, want *appsv1.DaemonSet) 
 	// The Installation's nodeUpdateStrategy is copied as the operator's render does: a change of it alone bumps
 	// the generation but leaves the template, so no pod is replaced.
 	cur.Spec.UpdateStrategy = want.Spec.UpdateStrategy
-	cur.Spec.Template.Spec.NodeSelector = want.Spec.Template.Spec.NodeSelector
-	cur.Spec.Template.Spec.InitContainers = want.Spec.Template.Spec.InitContainers
-	cur.Spec.Template.Spec.Containers = want.Spec.Template.Spec.Containers
+	if !templateMatches(&cur.Spec.Template.Spec, &want.Spec.Template.Spec) {
+		cur.Spec.Template.Spec.NodeSelector = want.Spec.Template.Spec.NodeSelector
+		cur.Spec.Template.Spec.InitContainers = want.Spec.Template.Spec.InitContainers
+		cur.Spec.Template.Spec.Containers = want.Spec.Template.Spec.Containers
+	}
 	return s.update(ctx, cur)
 }
 

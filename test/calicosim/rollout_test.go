@@ -36,7 +36,15 @@ var _ = Describe("The simulated DaemonSet controller", func() {
 			g.Expect(ok).To(BeTrue(), why)
 		}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
 		Expect(most).To(BeEquivalentTo(3), "half of 6 nodes at a time, never more")
-		Expect(sim.Rollouts("calico-system", "calico-node")).To(Equal(calicosim.RolloutStats{Rollouts: 1, Replacements: 6}))
+		Expect(sim.Rollouts("calico-system", "calico-node")).To(Equal(calicosim.RolloutStats{Rollouts: 1, Replacements: 6, MostUnavailable: 3}))
+
+		By("putting the strategy back after the rollout, which rolls nothing either")
+		patchInstallation(`[{"op":"replace","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":1}]`)
+		Eventually(func() string {
+			return daemonSet("calico-node").Spec.UpdateStrategy.RollingUpdate.MaxUnavailable.String()
+		}).WithPolling(poll).WithTimeout(settleTimeout).Should(Equal("1"))
+		Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+		Expect(sim.Rollouts("calico-system", "calico-node").Rollouts).To(Equal(1))
 	})
 
 	It("counts a change in the middle of a rollout as a second rollout", func() {

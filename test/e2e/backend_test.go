@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
 )
@@ -32,6 +33,9 @@ type backend interface {
 	// Clean removes what Seed and the scenario created, so that the next
 	// scenario starts from scratch.
 	Clean(ctx context.Context, c client.Client) error
+	// Rollouts counts the pod templates the DaemonSet controller has rolled
+	// calico-node out to since it was created.
+	Rollouts(ctx context.Context, c client.Client) (int, error)
 	Stop() error
 }
 
@@ -44,6 +48,7 @@ type simBackend struct {
 	cancel context.CancelFunc
 	done   chan error
 	scheme *runtime.Scheme
+	sim    *calicosim.Simulator
 }
 
 func (b *simBackend) Start(ctx context.Context) (*rest.Config, error) {
@@ -56,10 +61,11 @@ func (b *simBackend) Start(ctx context.Context) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, _, _, err := calicosim.NewManager(cfg, b.scheme, calicosim.Options{}, preflight.DefaultProbeNamespace)
+	mgr, sim, _, err := calicosim.NewManager(cfg, b.scheme, calicosim.Options{}, preflight.DefaultProbeNamespace)
 	if err != nil {
 		return nil, err
 	}
+	b.sim = sim
 	mctx, cancel := context.WithCancel(ctx)
 	b.cancel, b.done = cancel, make(chan error, 1)
 	go func() { b.done <- mgr.Start(mctx) }()
@@ -75,6 +81,11 @@ func (b *simBackend) Seed(ctx context.Context, c client.Client, cl calicosim.Clu
 
 func (b *simBackend) Clean(ctx context.Context, c client.Client) error {
 	return calicosim.Clean(ctx, c)
+}
+
+// Rollouts is what the simulated DaemonSet controller counted.
+func (b *simBackend) Rollouts(context.Context, client.Client) (int, error) {
+	return b.sim.Rollouts(calico.SystemNamespace, calico.NodeDaemonSet).Rollouts, nil
 }
 
 func (b *simBackend) Stop() error {

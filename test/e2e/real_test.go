@@ -15,6 +15,7 @@ import (
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -234,6 +235,27 @@ func (b *realBackend) Clean(ctx context.Context, c client.Client) error {
 		errs = append(errs, client.IgnoreNotFound(c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})))
 	}
 	return errors.Join(errs...)
+}
+
+// Rollouts is the highest revision among calico-node's ControllerRevisions,
+// less the first: the DaemonSet controller numbers every template it rolls
+// out to, an older one rolled back to included.
+func (b *realBackend) Rollouts(ctx context.Context, c client.Client) (int, error) {
+	ds := &appsv1.DaemonSet{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}, ds); err != nil {
+		return 0, err
+	}
+	revisions := &appsv1.ControllerRevisionList{}
+	if err := c.List(ctx, revisions, client.InNamespace(calico.SystemNamespace)); err != nil {
+		return 0, err
+	}
+	var top int64
+	for _, r := range revisions.Items {
+		if metav1.IsControlledBy(&r, ds) {
+			top = max(top, r.Revision)
+		}
+	}
+	return int(max(top-1, 0)), nil
 }
 
 func (b *realBackend) Stop() error {

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 	"net"
 	"net/url"
 
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -121,6 +124,44 @@ func daemonSetEnv(name, env string) string {
 	return v
 }
 
+// rollouts is how many templates calico-node has rolled out to so far.
+func rollouts() int {
+	n, err := calicoBackend.Rollouts(ctx, k8s)
+	Expect(err).NotTo(HaveOccurred())
+	return n
+}
+
+// nodeUpdateStrategies watches calico-node's DaemonSet from now on; the
+// function it returns lists every maxUnavailable the DaemonSet had since,
+// without missing one between two polls.
+func nodeUpdateStrategies() func() []intstr.IntOrString {
+	list := &appsv1.DaemonSetList{}
+	Expect(k8s.List(ctx, list, client.InNamespace(calico.SystemNamespace))).To(Succeed())
+	watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := watcher.Watch(ctx, list, client.InNamespace(calico.SystemNamespace),
+		client.MatchingFields{"metadata.name": calico.NodeDaemonSet}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(w.Stop)
+	var mu sync.Mutex
+	var seen []intstr.IntOrString
+	go func() {
+		defer GinkgoRecover()
+		for ev := range w.ResultChan() {
+			if ds, ok := ev.Object.(*appsv1.DaemonSet); ok && ds.Spec.UpdateStrategy.RollingUpdate != nil && ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable != nil {
+				mu.Lock()
+				seen = append(seen, *ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() []intstr.IntOrString {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+}
+
 // healthy is every TigeraStatus Available, not Progressing, not Degraded.
 func healthy() error {
 	list := &operatorv1.TigeraStatusList{}
@@ -198,9 +239,19 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 			Should(MatchError(ContainSubstring("this cluster is not ready for Windows nodes yet (WindowsReadiness default is Paused)")))
 	})
 
-	It("migrates to Ready, and Calico runs the Windows-ready configuration", func() {
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+	It("migrates to Ready with one calico-node rollout at the asked pace, and Calico runs the Windows-ready configuration", func() {
+		before, pace := rollouts(), nodeUpdateStrategies()
+		quarter := intstr.FromString("25%")
+		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Paused = false
+			wr.Spec.Rollout.MaxUnavailable = &quarter
+		})
 		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
+		Expect(rollouts()-before).To(Equal(1), "BGP off and the services endpoint reach the Tigera operator together")
+		By("rolling out at spec.rollout.maxUnavailable, then putting the Installation's value back")
+		Expect(pace()).To(ContainElement(quarter), "calico-node's DaemonSet as the Tigera operator rendered it")
+		Expect(installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
+		Expect(getWR().Status.Originals.NodeMaxUnavailable).To(HaveValue(Equal(v1alpha1.OriginalValue{Present: true, Value: "1"})))
 
 		inst := installation()
 		for _, p := range inst.Spec.CalicoNetwork.IPPools {
@@ -221,9 +272,12 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		Eventually(healthy).Should(Succeed(), "every TigeraStatus Available")
 	})
 
-	It("rolls back to exactly what was there", func() {
+	It("rolls back to exactly what was there, with one calico-node rollout", func() {
+		before := rollouts()
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
+		Expect(rollouts() - before).To(Equal(1))
+		Expect(installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
 		Expect(touchedFields()).To(Equal(original))
 		Expect(daemonSetEnv(calico.NodeDaemonSet, calico.NetworkingBackendEnv)).NotTo(Equal(calico.BackendVXLAN))
 		By("running calico-node with the API server address it had before, which the Tigera operator keeps")

@@ -10,6 +10,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,9 +97,13 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(logDir, "winready.kubeconfig")
 	Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
-	winready, err = startProcess("winready", logDir, nil, bin, "--kubeconfig", path, "--leader-elect=false",
+	args := []string{"--kubeconfig", path, "--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--namespace", operatorNamespace,
-		"--probe-image", "winready:e2e")
+		"--probe-image", "winready:e2e"}
+	// E2E_WINREADY_ARGS adds flags, e.g. --operator-quiet=-1s to see what the
+	// wait before a write spanning two objects prevents.
+	args = append(args, strings.Fields(os.Getenv("E2E_WINREADY_ARGS"))...)
+	winready, err = startProcess("winready", logDir, nil, bin, args...)
 	Expect(err).NotTo(HaveOccurred(), "run make build first")
 })
 
