@@ -110,8 +110,8 @@ func TestInstallationPatch(t *testing.T) {
 		want: `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"add","path":"/spec/calicoNetwork","value":{}},` +
 			`{"op":"add","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`,
 	}, {
-		name: "a missing rolling update is added first, keeping the strategy's type",
-		inst: &operatorv1.Installation{Spec: operatorv1.InstallationSpec{NodeUpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType}}},
+		name:    "a missing rolling update is added first, keeping the strategy's type",
+		inst:    &operatorv1.Installation{Spec: operatorv1.InstallationSpec{NodeUpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType}}},
 		changes: []Change{{Pointer: PathNodeMaxUnavailable, New: Of(int64(5))}},
 		want: `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},` +
 			`{"op":"add","path":"/spec/nodeUpdateStrategy","value":{"rollingUpdate":{},"type":"RollingUpdate"}},` +

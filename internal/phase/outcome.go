@@ -40,7 +40,7 @@ type Outcome struct {
 	Reported bool
 	// After, on a Waiting outcome, is when to look again at the latest.
 	After time.Duration
-	Err      error
+	Err   error
 }
 
 // Finished is the outcome of a walk whose every step is done.

@@ -2,10 +2,10 @@ package e2e
 
 import (
 	"fmt"
-	"slices"
-	"sync"
 	"net"
 	"net/url"
+	"slices"
+	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
