@@ -42,15 +42,26 @@ func RecordMaxUnavailable(c *calico.Cluster, o *v1alpha1.Originals) {
 
 // Faster lists the change that sets maxUnavailable to Want for the rollouts
 // to come; none when Want is unset, already holds, no original was recorded
-// to put back, or calico-node does not roll out by itself (OnDelete).
+// to put back, calico-node does not roll out by itself (OnDelete), or the
+// Installation holds neither the original nor Want: that value is someone
+// else's, and stays.
 func (s RolloutSpeed) Faster(in Input) []calico.Change {
 	inst := in.Cluster.Installation
 	if s.Want == nil || in.Originals == nil || in.Originals.NodeMaxUnavailable == nil ||
-		inst.Spec.NodeUpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
+		inst.Spec.NodeUpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType ||
+		!maxUnavailableOf(inst).Equal(recordedMaxUnavailable(in.Originals)) {
 		return nil
 	}
 	return calico.FieldChange(calico.ObjectInstallation, calico.PathNodeMaxUnavailable,
 		maxUnavailableOf(inst), valueOfIntOrString(*s.Want))
+}
+
+// recordedMaxUnavailable is the recorded original as the Installation holds it.
+func recordedMaxUnavailable(o *v1alpha1.Originals) calico.Value {
+	if rec := o.NodeMaxUnavailable; rec.Present {
+		return valueOfIntOrString(intstr.Parse(rec.Value))
+	}
+	return calico.Value{}
 }
 
 // Restore lists the change that puts back the recorded maxUnavailable once
@@ -61,12 +72,8 @@ func (s RolloutSpeed) Restore(in Input, ours bool) []calico.Change {
 	if !ours || in.Originals == nil || in.Originals.NodeMaxUnavailable == nil {
 		return nil
 	}
-	orig := calico.Value{}
-	if rec := in.Originals.NodeMaxUnavailable; rec.Present {
-		orig = valueOfIntOrString(intstr.Parse(rec.Value))
-	}
 	return calico.FieldChange(calico.ObjectInstallation, calico.PathNodeMaxUnavailable,
-		maxUnavailableOf(in.Cluster.Installation), orig)
+		maxUnavailableOf(in.Cluster.Installation), recordedMaxUnavailable(in.Originals))
 }
 
 // Check refuses a count of nodes above MaxUnavailableShare of the nodes

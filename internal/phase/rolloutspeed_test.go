@@ -98,6 +98,16 @@ func TestRolloutSpeedRecordsFasterAndRestores(t *testing.T) {
 	}
 }
 
+func TestRolloutSpeedLeavesSomeoneElsesValue(t *testing.T) {
+	one, three, ten := intstr.FromInt32(1), intstr.FromInt32(3), intstr.FromInt32(10)
+	o := &v1alpha1.Originals{}
+	RecordMaxUnavailable(withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &one), o)
+	in := Input{Cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &three), Originals: o}
+	if got := (RolloutSpeed{Want: &ten}).Faster(in); len(got) != 0 {
+		t.Fatalf("a value set since the record was replaced: %q", speedLines(got))
+	}
+}
+
 func TestRolloutSpeedNeedsARecord(t *testing.T) {
 	ten := intstr.FromInt32(10)
 	in := Input{Cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, nil), Originals: &v1alpha1.Originals{}}
