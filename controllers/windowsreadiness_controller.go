@@ -234,6 +234,9 @@ func (p *pass) event(eventType, reason, action, note string, args ...any) {
 
 func (r *Reconciler) guardRetry() time.Duration { return orDefault(r.GuardRetry, DefaultGuardRetry) }
 func (r *Reconciler) operatorQuiet() time.Duration {
+	if r.OperatorQuiet < 0 {
+		return r.OperatorQuiet
+	}
 	return orDefault(r.OperatorQuiet, DefaultOperatorQuiet)
 }
 func (r *Reconciler) preflightRetry() time.Duration {
