@@ -25,6 +25,11 @@ const (
 	managedByLabel = "app.kubernetes.io/managed-by"
 	managedByValue = "tigera-operator"
 
+	// A DaemonSet Seed creates carries this annotation: its pods already run
+	// on every node, so the simulated DaemonSet controller does not start them
+	// again even when it sees the DaemonSet before Seed writes its status.
+	seededAnnotation = "calicosim.winready.io/seeded"
+
 	osLabel       = "kubernetes.io/os"
 	hostnameLabel = "kubernetes.io/hostname"
 	appLabel      = "k8s-app"

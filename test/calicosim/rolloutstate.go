@@ -31,13 +31,19 @@ type rolloutClock struct {
 }
 
 // resume rebuilds the clock from the status when the simulator first sees a
-// DaemonSet: a new DaemonSet (never observed) starts its pods from none; one
-// whose template the status describes resumes from its updated count; one
-// whose template changed unobserved starts a rollout from none.
+// DaemonSet: a seeded one runs on every node; a new DaemonSet (never
+// observed) starts its pods from none; one whose template the status
+// describes resumes from its updated count; one whose template changed
+// unobserved starts a rollout from none.
 func resume(ds *appsv1.DaemonSet, desired int32) rolloutClock {
 	st := ds.Status
 	rc := rolloutClock{hash: templateHash(ds), desired: desired, rolled: true}
 	switch {
+	case st.ObservedGeneration == 0 && ds.Annotations[seededAnnotation] != "":
+		// Seed writes the finished status right after the create; a
+		// simulator that sees the DaemonSet in between must not start its
+		// pods one by one (a rollout's length at thousands of nodes).
+		rc.done = desired
 	case st.ObservedGeneration == ds.Generation:
 		rc.done = min(st.UpdatedNumberScheduled, desired)
 	case st.ObservedGeneration == 0:

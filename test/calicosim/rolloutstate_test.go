@@ -3,6 +3,9 @@ package calicosim
 import (
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -116,5 +119,23 @@ func TestRolloutFollowsTheNodes(t *testing.T) {
 	rc.resize(1)
 	if rc.done+int32(len(rc.replacing))+rc.old() != 1 || rc.old() < 0 {
 		t.Fatalf("nodes left: done %d replacing %d old %d", rc.done, len(rc.replacing), rc.old())
+	}
+}
+
+// A DaemonSet that Seed creates already runs on every node: a simulator that
+// sees it before Seed writes its status must not start its pods one by one,
+// which at thousands of nodes takes as long as a rollout.
+func TestResumeSeededDaemonSetRunsEverywhere(t *testing.T) {
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: nodeDaemonSet, Generation: 1,
+		Annotations: map[string]string{seededAnnotation: "running"}}}
+	rc := resume(ds, 5000)
+	if started := rc.advance(start, 1, 27*time.Millisecond, false); rc.done != 5000 || started.pods != 0 || rc.creating {
+		t.Fatalf("seeded DaemonSet: done %d, %d pods started, creating %v; want 5000, 0, false", rc.done, started.pods, rc.creating)
+	}
+
+	delete(ds.Annotations, seededAnnotation)
+	rc = resume(ds, 5000)
+	if rc.advance(start, 1, 27*time.Millisecond, false); !rc.creating || rc.done != 0 {
+		t.Fatalf("new DaemonSet: done %d, creating %v; want its pods started from none", rc.done, rc.creating)
 	}
 }

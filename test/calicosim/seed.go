@@ -163,6 +163,7 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 		return err
 	}
 	ds := renderCalicoNode(defaulted, rendered)
+	metav1.SetMetaDataAnnotation(&ds.ObjectMeta, seededAnnotation, "running")
 	if err := create(ctx, c, ds); err != nil {
 		return err
 	}
