@@ -7,6 +7,9 @@ K8S_VERSION ?= 1.37.2
 ENVTEST_ASSETS := $(CURDIR)/bin/k8s/$(K8S_VERSION)
 CRDS := $(CURDIR)/bin/crds/.operator-v1.43.0-2
 IMG ?= winready:dev
+# The release's version and the registry its install.yaml points at.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REGISTRY ?= ghcr.io/winready
 GINKGO_FLAGS ?=
 
 .PHONY: help
@@ -36,7 +39,7 @@ vet: ## Run go vet.
 
 .PHONY: build
 build: ## Build the operator binary into bin/winready.
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/winready .
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/winready/winready/internal/version.Version=$(VERSION)" -o bin/winready .
 
 .PHONY: envtest-assets
 envtest-assets: $(ENVTEST_ASSETS)/kube-apiserver $(CRDS) ## Build kube-apiserver and etcd from the Go module proxy, fetch Calico's CRDs.
@@ -81,5 +84,23 @@ $(ENVTEST_ASSETS)/kubectl:
 	K8S_VERSION=$(K8S_VERSION) bash hack/envtest-assets.sh kubectl
 
 .PHONY: docker-build
-docker-build: ## Build the container image (needs a Docker engine).
-	docker build -t $(IMG) .
+docker-build: ## Build the container image with the Dockerfile (needs a Docker engine).
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD) -t $(IMG) .
+
+.PHONY: dockerfile-check
+dockerfile-check: ## Compile what the Dockerfile's build stage copies, without a Docker engine.
+	bash hack/dockerfile-check.sh
+
+.PHONY: image
+image: ## Build the image without a Docker engine: dist/image (OCI layout, linux/amd64 and linux/arm64).
+	go run ./hack/release image --version $(VERSION) --out dist
+
+.PHONY: release
+release: ## Write the release into dist/: image, install.yaml pinned by digest, binaries, SBOM, SHA256SUMS.
+	rm -rf dist
+	go run ./hack/release release --version $(VERSION) --registry $(REGISTRY) --out dist
+
+.PHONY: release-check
+release-check: release envtest-assets ## Build the release and check it: image config, its binary runs, a rebuild has the same digest, install.yaml applies.
+	WINREADY_DIST=$(CURDIR)/dist WINREADY_VERSION=$(VERSION) KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) \
+		go test ./hack/release/ -count=1 -run TestTheReleaseAsBuilt -v

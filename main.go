@@ -19,13 +19,14 @@ import (
 
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/version"
 )
 
 // The image has three roles: the operator, the probe agent it runs on every
 // Linux node during preflight, and the responder an admin runs on a future
 // Windows node.
 func main() {
-	os.Exit(dispatch(os.Args[1:], os.Stderr, commands{
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr, commands{
 		operator: runOperator,
 		probe:    runProbe,
 		respond:  runRespond,
@@ -62,6 +63,7 @@ const usageText = `Usage:
   winready respond [flags]   answer the probes on a future Windows node
   winready podcheck [flags] the pod network check the operator runs in a pod on every Linux node after each disruptive step
   winready plan [flags]      run the preflight checks and print the migration plan, read-only (for CI)
+  winready version           print the version, the commit it was built from and the Go version
 
 "winready probe -h", "winready respond -h" and "winready plan -h" list their flags.
 
@@ -72,7 +74,7 @@ Operator flags:
 // success or help, 1 when the command fails, 2 on a usage error, or the
 // status a command's exitError carries. An unknown command or a stray
 // argument runs nothing.
-func dispatch(args []string, stderr io.Writer, cmds commands) int {
+func dispatch(args []string, stdout, stderr io.Writer, cmds commands) int {
 	fs, opts := operatorFlags()
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -95,6 +97,11 @@ func dispatch(args []string, stderr io.Writer, cmds commands) int {
 		err = runPodCheck(args[1:])
 	case len(args) > 0 && args[0] == "plan":
 		err = cmds.plan(args[1:])
+	case len(args) > 0 && args[0] == "version":
+		if len(args) > 1 {
+			return usageError("unexpected argument %q", args[1])
+		}
+		fmt.Fprintln(stdout, version.Get())
 	case len(args) > 0 && !strings.HasPrefix(args[0], "-"):
 		return usageError("unknown command %q", args[0])
 	default:
@@ -195,7 +202,8 @@ func runOperator(o operatorOptions) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting winready")
+	v := version.Get()
+	ctrl.Log.Info("starting winready", "version", v.Version, "revision", v.Revision)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 

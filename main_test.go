@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -38,7 +39,7 @@ func TestUsageErrorsRunNothing(t *testing.T) {
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stderr bytes.Buffer
-			if code := dispatch(tc.args, &stderr, refuse(t)); code != tc.code {
+			if code := dispatch(tc.args, io.Discard, &stderr, refuse(t)); code != tc.code {
 				t.Errorf("exit status %d, want %d", code, tc.code)
 			}
 			out := stderr.String()
@@ -74,7 +75,7 @@ func TestDispatch(t *testing.T) {
 	} {
 		ran = nil
 		var stderr bytes.Buffer
-		if code := dispatch(tc.args, &stderr, cmds); code != 0 {
+		if code := dispatch(tc.args, io.Discard, &stderr, cmds); code != 0 {
 			t.Errorf("%q: exit status %d, want 0; stderr:\n%s", tc.args, code, stderr.String())
 		}
 		if !slices.Equal(ran, tc.want) {
@@ -87,7 +88,7 @@ func TestFailingCommandExitsOne(t *testing.T) {
 	cmds := refuse(t)
 	cmds.probe = func([]string) error { return errors.New("no plan") }
 	var stderr bytes.Buffer
-	if code := dispatch([]string{"probe"}, &stderr, cmds); code != 1 {
+	if code := dispatch([]string{"probe"}, io.Discard, &stderr, cmds); code != 1 {
 		t.Errorf("exit status %d, want 1", code)
 	}
 	if got, want := stderr.String(), "winready: no plan\n"; got != want {
@@ -116,5 +117,18 @@ func TestMainRefusesUnknownCommand(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), `unknown command "plna"`) || !strings.Contains(stderr.String(), "Usage:") {
 		t.Errorf("stderr lacks the usage:\n%s", stderr.String())
+	}
+}
+
+func TestVersionPrintsTheBuildAndRunsNothing(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := dispatch([]string{"version"}, &stdout, &stderr, refuse(t)); code != 0 {
+		t.Fatalf("exit status %d; stderr:\n%s", code, stderr.String())
+	}
+	if got := stdout.String(); !strings.HasPrefix(got, "winready dev (revision ") || !strings.HasSuffix(got, ")\n") {
+		t.Errorf("stdout %q", got)
+	}
+	if code := dispatch([]string{"version", "extra"}, &stdout, &stderr, refuse(t)); code != 2 {
+		t.Errorf("version with an argument: exit status %d, want 2", code)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,7 +41,7 @@ func runPlanCmd(t *testing.T, ctx context.Context, args ...string) (code int, st
 	var out, errs bytes.Buffer
 	cmds := refuse(t)
 	cmds.plan = func(a []string) error { return plan(ctx, a, &out, &errs) }
-	code = dispatch(append([]string{"plan"}, args...), &errs, cmds)
+	code = dispatch(append([]string{"plan"}, args...), io.Discard, &errs, cmds)
 	return code, out.String(), errs.String()
 }
 

@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -78,4 +80,57 @@ func Named(names ...string) func(*unstructured.Unstructured) bool {
 		}
 		return false
 	}
+}
+
+// Apply applies every object as `kubectl apply --server-side` does, in the
+// order a first install needs: CustomResourceDefinitions and Namespaces
+// first, waiting for each CRD to be established, then the rest. Applying over
+// an earlier install (an upgrade) updates the objects in place.
+func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	objs = slices.Clone(objs)
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+		return cmp.Compare(applyRank(a), applyRank(b))
+	})
+	for _, obj := range objs {
+		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()),
+			client.FieldOwner("kubectl"), client.ForceOwnership)
+		if err != nil {
+			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		if obj.GetKind() == "CustomResourceDefinition" {
+			if err := waitEstablished(ctx, c, obj.GetName()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func applyRank(u *unstructured.Unstructured) int {
+	switch u.GetKind() {
+	case "CustomResourceDefinition":
+		return 0
+	case "Namespace":
+		return 1
+	}
+	return 2
+}
+
+func waitEstablished(ctx context.Context, c client.Client, name string) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		crd := &unstructured.Unstructured{}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, cond := range conds {
+			m, _ := cond.(map[string]any)
+			if m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }
