@@ -70,9 +70,14 @@ demo: envtest-assets ## Run the operator on a local control plane with a simulat
 e2e-binaries: envtest-assets ## Build the real Tigera operator, kube-controller-manager, kube-scheduler and kwok.
 	bash hack/e2e-binaries.sh
 
+# The manifest make e2e installs winready from: a release's install.yaml
+# (E2E_MANIFEST=dist/install.yaml after make release), else config/default.
+E2E_MANIFEST ?=
+
 .PHONY: e2e
 e2e: e2e-binaries build ## Run the end-to-end scenarios against the real Tigera operator.
-	E2E_BACKEND=real KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./test/e2e/ -count=1 -timeout 30m -v $(GINKGO_FLAGS)
+	E2E_BACKEND=real KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) E2E_MANIFEST=$(E2E_MANIFEST) \
+		go test ./test/e2e/ -count=1 -timeout 40m -v $(GINKGO_FLAGS)
 
 .PHONY: bench
 bench: envtest-assets build $(ENVTEST_ASSETS)/kubectl ## Benchmarks: migration at 10 to 5,000 nodes against the floor and the scripted runbook, preflight aggregation, and a pod network check round.

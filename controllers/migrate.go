@@ -308,6 +308,11 @@ func (p *pass) ensureOriginals(ctx context.Context, c *calico.Cluster, steps []p
 	if err != nil {
 		return err
 	}
+	// Originals written by an earlier winready are completed as Load completes
+	// a record, so that the two compare equal.
+	if err := record.Complete(ctx, p.r.APIReader, p.wr.Status.Originals); err != nil {
+		return err
+	}
 	switch {
 	case saved != nil && p.wr.Status.Originals == nil:
 		p.wr.Status.Originals = saved

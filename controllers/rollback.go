@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,11 @@ func (p *pass) rollback(ctx context.Context, inst *operatorv1.Installation) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// Originals written by an earlier winready are completed as Load completes
+	// a record, so that the two compare equal.
+	if err := record.Complete(ctx, p.r.APIReader, p.wr.Status.Originals); err != nil {
+		return ctrl.Result{}, err
+	}
 	if saved != nil && !equality.Semantic.DeepEqual(saved, p.wr.Status.Originals) {
 		p.wr.Status.Originals = saved
 		p.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord,
@@ -55,6 +61,17 @@ func (p *pass) rollback(ctx context.Context, inst *operatorv1.Installation) (ctr
 			return ctrl.Result{}, nil
 		}
 		p.finish(conditions.ReasonNothingToRollBack, "nothing to roll back: the migration changed nothing")
+		return ctrl.Result{}, nil
+	}
+
+	// A rollback never restores a value it does not know.
+	if unknown := record.Unknown(p.wr.Status.Originals, p.r.Namespace); len(unknown) > 0 {
+		msg := "the rollback stopped before its first change: the originals, recorded by an earlier winready, lack " +
+			strings.Join(unknown, "; ")
+		if !p.alreadyStalled(conditions.ReasonOriginalsIncomplete) {
+			p.event(corev1.EventTypeWarning, conditions.ReasonOriginalsIncomplete, "Rollback", "%s", msg)
+		}
+		p.stall(conditions.ReasonOriginalsIncomplete, msg)
 		return ctrl.Result{}, nil
 	}
 

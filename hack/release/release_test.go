@@ -18,8 +18,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -251,7 +249,7 @@ func TestTheReleaseAsBuilt(t *testing.T) {
 		if strings.Contains(string(data), "winready:dev") {
 			t.Error("install.yaml still names winready:dev")
 		}
-		applyToEnvtest(t, data)
+		applyToEnvtest(t, filepath.Join(dist, "install.yaml"))
 	})
 }
 
@@ -289,7 +287,7 @@ func checkSums(t *testing.T, dist string) {
 
 // applyToEnvtest creates every object of the manifest on a fresh envtest API
 // server, as kubectl apply -f does on an empty cluster.
-func applyToEnvtest(t *testing.T, manifest []byte) {
+func applyToEnvtest(t *testing.T, manifest string) {
 	t.Helper()
 	env := &envtest.Environment{}
 	cfg, err := env.Start()
@@ -305,16 +303,9 @@ func applyToEnvtest(t *testing.T, manifest []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifest), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, u)
+	objs, err := install.ReadManifest(manifest)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(objs) < 10 {
 		t.Fatalf("install.yaml has %d objects", len(objs))

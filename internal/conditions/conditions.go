@@ -67,6 +67,10 @@ const (
 	// than before the first change.
 	ReasonPodNetworkCheckFailed = "PodNetworkCheckFailed"
 	ReasonRestoredRecord        = "RestoredFromRecord"
+	// ReasonOriginalsIncomplete: the originals, recorded by an earlier
+	// winready, lack a value the rollback must restore and the cluster cannot
+	// tell it; a person supplies it in the record.
+	ReasonOriginalsIncomplete = "OriginalsIncomplete"
 	// ReasonMaxUnavailableTooHigh: spec.rollout.maxUnavailable would take the
 	// pod network from too many nodes at once.
 	ReasonMaxUnavailableTooHigh = "MaxUnavailableTooHigh"
@@ -97,8 +101,8 @@ var catalogue = map[string]Effect{
 	ReasonConflictingManager: Stalls, ReasonPreflightFailed: Stalls, ReasonNetworkProbeFailed: Stalls,
 	ReasonInstallationNotFound: Stalls, ReasonCalicoAPIUnavailable: Stalls, ReasonStepTimeout: Stalls,
 	ReasonDetectionFailed: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonPodNetworkCheckFailed: Stalls,
-	ReasonMaxUnavailableTooHigh: Stalls,
-	ReasonMigrated:              Informs, ReasonRolledBack: Informs, ReasonNothingToRollBack: Informs,
+	ReasonMaxUnavailableTooHigh: Stalls, ReasonOriginalsIncomplete: Stalls,
+	ReasonMigrated: Informs, ReasonRolledBack: Informs, ReasonNothingToRollBack: Informs,
 	ReasonPreflightPassed: Informs, ReasonPreflightWarnings: Informs, ReasonCalicoHealthy: Informs,
 	ReasonNoWindowsNodes: Informs, ReasonAddress: Informs, ReasonHostname: Informs,
 	ReasonOriginalsMismatch: Informs, ReasonRecorded: Informs, ReasonRestoredRecord: Informs,

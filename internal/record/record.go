@@ -28,7 +28,8 @@ const (
 	Label = "winready.io/originals"
 )
 
-// Load reads the record from namespace ns; nil when there is none.
+// Load reads the record from namespace ns; nil when there is none. A record
+// written by an earlier winready is completed from the cluster (Complete).
 func Load(ctx context.Context, r client.Reader, ns string) (*v1alpha1.Originals, error) {
 	cm := &corev1.ConfigMap{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: Name}, cm); err != nil {
@@ -41,7 +42,7 @@ func Load(ctx context.Context, r client.Reader, ns string) (*v1alpha1.Originals,
 	if err := json.Unmarshal([]byte(cm.Data[key]), o); err != nil {
 		return nil, fmt.Errorf("decoding the record of the originals %s/%s (repair or delete it): %w", ns, Name, err)
 	}
-	return o, nil
+	return o, Complete(ctx, r, o)
 }
 
 // Save writes the record unless one exists: the first record is the one that

@@ -104,12 +104,17 @@ type process struct {
 }
 
 func startProcess(name, logDir string, env []string, bin string, args ...string) (*process, error) {
+	return startProcessIn(name, logDir, append(os.Environ(), env...), bin, args...)
+}
+
+// startProcessIn starts bin with exactly the environment env.
+func startProcessIn(name, logDir string, env []string, bin string, args ...string) (*process, error) {
 	log, err := os.Create(filepath.Join(logDir, name+".log"))
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group, so that nothing it starts outlives the suite.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

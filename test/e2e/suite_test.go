@@ -16,6 +16,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,9 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/winready/winready/controllers"
-	"github.com/winready/winready/internal/gate"
-	"github.com/winready/winready/internal/preflight"
-	"github.com/winready/winready/test/install"
 )
 
 const operatorNamespace = "winready-system"
@@ -51,6 +49,8 @@ var (
 	calicoBackend backend
 	logDir        string
 	winready      *process
+	// manager is the Deployment the installed manifest runs winready with.
+	manager *appsv1.Deployment
 )
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
@@ -77,35 +77,26 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	for _, ns := range []string{operatorNamespace, preflight.DefaultProbeNamespace} {
-		Expect(ensureNamespace(ctx, k8s, ns)).To(Succeed())
-	}
-	// The Windows join gate ships in config/admission, as users install it.
-	admission, err := install.Build(filepath.Join(repoRoot, "config", "admission"))
+	// winready as a platform team installs it: the manifest applied, then
+	// the production binary run as the manifest's Deployment runs it, under
+	// its ServiceAccount. A rule missing from the manifest fails here.
+	objs, err := manifestOf(repoRoot)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(install.Create(ctx, k8s, admission, install.Named(gate.Name))).To(Succeed())
-
-	// The production binary, from outside the cluster, as a user of its own.
-	bin := os.Getenv("WINREADY_BIN")
-	if bin == "" {
-		bin = filepath.Join(repoRoot, "bin", "winready")
-	}
-	env := envOf(calicoBackend)
-	user, err := env.AddUser(envtest.User{Name: "winready", Groups: []string{"system:masters"}}, cfg)
+	manager, err = installWinready(ctx, k8s, objs)
 	Expect(err).NotTo(HaveOccurred())
-	kubeconfig, err := user.KubeConfig()
-	Expect(err).NotTo(HaveOccurred())
-	path := filepath.Join(logDir, "winready.kubeconfig")
-	Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
-	args := []string{"--kubeconfig", path, "--leader-elect=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--namespace", operatorNamespace,
-		"--probe-image", "winready:e2e"}
 	// E2E_WINREADY_ARGS adds flags, e.g. --operator-quiet=-1s to see what the
 	// wait before a write spanning two objects prevents.
-	args = append(args, strings.Fields(os.Getenv("E2E_WINREADY_ARGS"))...)
-	winready, err = startProcess("winready", logDir, nil, bin, args...)
+	winready, err = runAsInstalled(ctx, k8s, cfg, manager, "winready", winreadyBin(), strings.Fields(os.Getenv("E2E_WINREADY_ARGS"))...)
 	Expect(err).NotTo(HaveOccurred(), "run make build first")
 })
+
+// winreadyBin is the production binary under test.
+func winreadyBin() string {
+	if bin := os.Getenv("WINREADY_BIN"); bin != "" {
+		return bin
+	}
+	return filepath.Join(repoRoot, "bin", "winready")
+}
 
 var _ = AfterSuite(func() {
 	if winready != nil {
@@ -115,7 +106,32 @@ var _ = AfterSuite(func() {
 		Expect(calicoBackend.Stop()).To(Succeed())
 	}
 	GinkgoWriter.Printf("logs of the processes: %s\n", logDir)
+	// Some of the manager's requests only log a refusal (its Events, say):
+	// every run of today's winready, under the manifest's RBAC, had none.
+	Expect(forbiddenInLogs()).To(BeEmpty(), "requests of winready the manifest's RBAC refused")
 })
+
+// forbiddenInLogs lists the lines of today's winready's logs (not the
+// earlier release's, which ran under its own manifest) that report a request
+// the API server refused for want of a rule.
+func forbiddenInLogs() []string {
+	logs, err := filepath.Glob(filepath.Join(logDir, "winready*.log"))
+	Expect(err).NotTo(HaveOccurred())
+	var refused []string
+	for _, path := range logs {
+		if strings.HasPrefix(filepath.Base(path), "winready-earlier") {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		Expect(err).NotTo(HaveOccurred())
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "is forbidden") {
+				refused = append(refused, filepath.Base(path)+": "+line)
+			}
+		}
+	}
+	return refused
+}
 
 // envOf is the envtest environment a backend runs its control plane with.
 func envOf(b backend) *envtest.Environment {

@@ -45,8 +45,8 @@ var _ = Describe("The first Windows node joining a Windows-ready cluster", Order
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, windowsNode()))).To(Succeed())
 		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
 		if k8s.Get(ctx, client.ObjectKeyFromObject(wr), wr) == nil {
-			wr.Spec.Direction = v1alpha1.DirectionRollback
-			Expect(k8s.Update(ctx, wr)).To(Succeed())
+			// The manager writes the status meanwhile: retried on conflict.
+			updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 			Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
 		}
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, wr))).To(Succeed())

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
@@ -22,6 +23,16 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
+// ReadManifest reads a multi-document YAML manifest, such as a release's
+// install.yaml.
+func ReadManifest(path string) ([]*unstructured.Unstructured, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return decode(data, path)
+}
+
 // Build is the kustomization in dir as kustomize builds it.
 func Build(dir string) ([]*unstructured.Unstructured, error) {
 	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
@@ -32,6 +43,10 @@ func Build(dir string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decode(out, dir)
+}
+
+func decode(out []byte, from string) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	var objs []*unstructured.Unstructured
 	for {
@@ -39,9 +54,11 @@ func Build(dir string) ([]*unstructured.Unstructured, error) {
 		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
 			return objs, nil
 		} else if err != nil {
-			return nil, fmt.Errorf("decoding %s: %w", dir, err)
+			return nil, fmt.Errorf("decoding %s: %w", from, err)
 		}
-		objs = append(objs, u)
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
 	}
 }
 

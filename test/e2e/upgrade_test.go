@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+)
+
+// earlierRevision is the winready a running migration is upgraded from: a
+// release tag once there is one, until then the commit whose records lack
+// calico-node's own API server address (E2E_EARLIER overrides it).
+const earlierRevision = "f27ae92"
+
+// buildEarlier checks out rev from the repository's history into a
+// directory of its own and builds its binary there; it returns the binary
+// and the checkout, whose config/default is that release's manifest.
+func buildEarlier(rev string) (bin, root string) {
+	root = filepath.Join(logDir, "winready-"+rev)
+	Expect(os.MkdirAll(root, 0o755)).To(Succeed())
+	archive := exec.Command("bash", "-c", "git -C \"$1\" archive \"$2\" | tar -x -C \"$3\"", "archive", repoRoot, rev, root)
+	out, err := archive.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "checking out %s from git history (a clone with full history is needed): %s", rev, out)
+	bin = filepath.Join(root, "winready")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	out, err = build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "building winready %s: %s", rev, out)
+	return bin, root
+}
+
+var _ = Describe("Upgrading winready in the middle of a migration", Ordered, func() {
+	var original touched
+	var originalEnv [2]string
+	var earlierBin, earlierRoot string
+	var running *process
+
+	nodeEnv := func() [2]string {
+		return [2]string{daemonSetEnv(calico.NodeDaemonSet, calico.ServiceHostKey), daemonSetEnv(calico.NodeDaemonSet, calico.ServicePortKey)}
+	}
+
+	BeforeAll(func() {
+		rev := earlierRevision
+		if r := os.Getenv("E2E_EARLIER"); r != "" {
+			rev = r
+		}
+		earlierBin, earlierRoot = buildEarlier(rev)
+		// This scenario runs the two releases itself.
+		Expect(winready.Stop()).To(Succeed())
+		Expect(calicoBackend.Seed(ctx, k8s, mainCluster())).To(Succeed())
+		original, originalEnv = touchedFields(), nodeEnv()
+	})
+
+	AfterAll(func() {
+		Expect(running.Stop()).To(Succeed())
+		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, wr))).To(Succeed())
+		Expect(calicoBackend.Clean(ctx, k8s)).To(Succeed())
+		// The other scenarios run today's winready, as installed.
+		objs, err := manifestOf(repoRoot)
+		Expect(err).NotTo(HaveOccurred())
+		manager, err = installWinready(ctx, k8s, objs)
+		Expect(err).NotTo(HaveOccurred())
+		winready, err = runAsInstalled(ctx, k8s, cfg, manager, "winready-after-upgrade-scenario", winreadyBin(),
+			strings.Fields(os.Getenv("E2E_WINREADY_ARGS"))...)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("migrates with the earlier release until BGP is off", func() {
+		objs, err := manifestOf(earlierRoot)
+		Expect(err).NotTo(HaveOccurred())
+		earlier, err := installWinready(ctx, k8s, objs)
+		Expect(err).NotTo(HaveOccurred())
+		running, err = runAsInstalled(ctx, k8s, cfg, earlier, "winready-earlier", earlierBin)
+		Expect(err).NotTo(HaveOccurred())
+		// The probe is not what this scenario is about; the earlier release
+		// knows no pod network check.
+		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
+			Spec: v1alpha1.WindowsReadinessSpec{Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: true}}}
+		Expect(k8s.Create(ctx, wr)).To(Succeed())
+		Eventually(func() *operatorv1.BGPOption { return installation().Spec.CalicoNetwork.BGP }).
+			Should(HaveValue(Equal(operatorv1.BGPDisabled)), why)
+		Expect(running.Stop()).To(Succeed())
+	})
+
+	It("finishes after the upgrade, then rolls back to exactly what was there", func() {
+		objs, err := manifestOf(repoRoot)
+		Expect(err).NotTo(HaveOccurred())
+		manager, err = installWinready(ctx, k8s, objs)
+		Expect(err).NotTo(HaveOccurred())
+		// Fields the earlier CRD did not know are set now, as a team would
+		// after the upgrade: no pod runs on kwok nodes for the pod check.
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.PodNetworkCheck.Disabled = skipProbe() })
+		running, err = runAsInstalled(ctx, k8s, cfg, manager, "winready-upgraded", winreadyBin())
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
+		Expect(touchedFields()).To(Equal(original))
+		By("running calico-node with the API server address it had before, which the earlier record did not hold")
+		Expect(nodeEnv()).To(Equal(originalEnv))
+		Eventually(healthy).Should(Succeed())
+	})
+})
