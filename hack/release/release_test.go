@@ -243,7 +243,8 @@ func TestTheReleaseAsBuilt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := strings.Count(string(data), "/winready@"+digest.String()); n != 2 {
+		ref := "/winready@" + digest.String()
+		if n := strings.Count(string(data), "image: "+repository(t)+ref) + strings.Count(string(data), "value: "+repository(t)+ref); n != 2 {
 			t.Errorf("install.yaml names the image by digest %d times, want 2 (the manager and WINREADY_IMAGE)", n)
 		}
 		if strings.Contains(string(data), "winready:dev") {
@@ -251,6 +252,16 @@ func TestTheReleaseAsBuilt(t *testing.T) {
 		}
 		applyToEnvtest(t, filepath.Join(dist, "install.yaml"))
 	})
+}
+
+// repository is where the release's manifest points (WINREADY_REGISTRY).
+func repository(t *testing.T) string {
+	t.Helper()
+	reg := os.Getenv("WINREADY_REGISTRY")
+	if reg == "" {
+		t.Fatal("WINREADY_REGISTRY is not set")
+	}
+	return strings.TrimSuffix(reg, "/")
 }
 
 func checkSums(t *testing.T, dist string) {
@@ -309,6 +320,10 @@ func applyToEnvtest(t *testing.T, manifest string) {
 	}
 	if len(objs) < 10 {
 		t.Fatalf("install.yaml has %d objects", len(objs))
+	}
+	// A Calico cluster has the namespaces where winready's Roles live.
+	if err := install.CreateNamespacesOf(context.Background(), c, objs); err != nil {
+		t.Fatal(err)
 	}
 	if err := install.Apply(context.Background(), c, objs); err != nil {
 		t.Error(err)

@@ -56,14 +56,8 @@ func installWinready(ctx context.Context, c client.Client, objs []*unstructured.
 	if dep == nil {
 		return nil, fmt.Errorf("the manifest has no Deployment %s", managerDeployment)
 	}
-	// The manifest's Roles live in Calico's namespaces (calico-system,
-	// tigera-operator), which a Calico install made before winready's.
-	for _, o := range objs {
-		if ns := o.GetNamespace(); ns != "" {
-			if err := ensureNamespace(ctx, c, ns); err != nil {
-				return nil, err
-			}
-		}
+	if err := install.CreateNamespacesOf(ctx, c, objs); err != nil {
+		return nil, err
 	}
 	return dep, install.Apply(ctx, c, objs)
 }

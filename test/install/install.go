@@ -123,6 +123,25 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 	return nil
 }
 
+// CreateNamespacesOf creates the namespace of every namespaced object that
+// does not exist yet: winready's Roles live in Calico's namespaces
+// (calico-system, tigera-operator), which a Calico install made before.
+func CreateNamespacesOf(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	for _, o := range objs {
+		if o.GetNamespace() == "" {
+			continue
+		}
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(o.GetNamespace())
+		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", o.GetNamespace(), err)
+		}
+	}
+	return nil
+}
+
 func applyRank(u *unstructured.Unstructured) int {
 	switch u.GetKind() {
 	case "CustomResourceDefinition":
