@@ -107,5 +107,5 @@ release: ## Write the release into dist/: image, install.yaml pinned by digest, 
 
 .PHONY: release-check
 release-check: release envtest-assets ## Build the release and check it: image config, its binary runs, a rebuild has the same digest, install.yaml applies.
-	WINREADY_DIST=$(CURDIR)/dist WINREADY_VERSION=$(VERSION) WINREADY_REGISTRY=$(REGISTRY)/winready KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) \
+	WINREADY_DIST=$(CURDIR)/dist WINREADY_VERSION=$(VERSION) WINREADY_REGISTRY=$(REGISTRY) KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) \
 		go test ./hack/release/ -count=1 -run TestTheReleaseAsBuilt -v
