@@ -40,6 +40,24 @@ func createPausedWR() {
 	Expect(k8s.Create(ctx, wr)).To(Succeed())
 }
 
+// leaveAsFound rolls back what a scenario migrated (its Windows node removed
+// first) and removes what it created, so that the next scenario starts from
+// the seed: the real backend's Clean does not reset Calico, and the scenarios
+// run in random order.
+func leaveAsFound() {
+	Expect(client.IgnoreNotFound(k8s.Delete(ctx, windowsNode()))).To(Succeed())
+	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
+	if k8s.Get(ctx, client.ObjectKeyFromObject(wr), wr) == nil {
+		// The manager writes the status meanwhile: retried on conflict.
+		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Direction, wr.Spec.Paused = v1alpha1.DirectionRollback, false
+		})
+		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
+	}
+	deleteWR()
+	Expect(calicoBackend.Clean(ctx, k8s)).To(Succeed())
+}
+
 // deleteWR deletes the WindowsReadiness and waits until it is gone.
 func deleteWR() {
 	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}

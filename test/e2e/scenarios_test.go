@@ -225,12 +225,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		deleteWR()
 	})
 
-	AfterAll(func() {
-		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
-		Expect(client.IgnoreNotFound(k8s.Delete(ctx, wr))).To(Succeed())
-		Expect(client.IgnoreNotFound(k8s.Delete(ctx, windowsNode()))).To(Succeed())
-		Expect(calicoBackend.Clean(ctx, k8s)).To(Succeed())
-	})
+	AfterAll(leaveAsFound)
 
 	It("keeps Windows nodes out while the cluster is not ready", func() {
 		createPausedWR()

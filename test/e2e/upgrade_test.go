@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/tigera/operator/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -58,13 +57,12 @@ var _ = Describe("Upgrading winready in the middle of a migration", Ordered, fun
 		Expect(winready.Stop()).To(Succeed())
 		Expect(calicoBackend.Seed(ctx, k8s, mainCluster())).To(Succeed())
 		original, originalEnv = touchedFields(), nodeEnv()
+		Expect(original.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)), "the scenario starts from the seed")
 	})
 
 	AfterAll(func() {
+		leaveAsFound()
 		Expect(running.Stop()).To(Succeed())
-		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
-		Expect(client.IgnoreNotFound(k8s.Delete(ctx, wr))).To(Succeed())
-		Expect(calicoBackend.Clean(ctx, k8s)).To(Succeed())
 		// The other scenarios run today's winready, as installed.
 		objs, err := manifestOf(repoRoot)
 		Expect(err).NotTo(HaveOccurred())

@@ -40,18 +40,8 @@ var _ = Describe("The first Windows node joining a Windows-ready cluster", Order
 	})
 
 	AfterAll(func() {
-		// Leave the cluster as it was found: the other scenarios start from
-		// the seed, and the real backend's Clean does not reset Calico.
-		Expect(client.IgnoreNotFound(k8s.Delete(ctx, windowsNode()))).To(Succeed())
-		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
-		if k8s.Get(ctx, client.ObjectKeyFromObject(wr), wr) == nil {
-			// The manager writes the status meanwhile: retried on conflict.
-			updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-			Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
-		}
-		Expect(client.IgnoreNotFound(k8s.Delete(ctx, wr))).To(Succeed())
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, windowsBlock()))).To(Succeed())
-		Expect(calicoBackend.Clean(ctx, k8s)).To(Succeed())
+		leaveAsFound()
 	})
 
 	It("reports no Windows node once Ready", func() {
