@@ -98,9 +98,10 @@ func (b *simBackend) Stop() error {
 
 // process is a binary the suite runs, stopped with SIGTERM.
 type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  *os.File
+	name    string
+	cmd     *exec.Cmd
+	log     *os.File
+	stopped bool
 }
 
 func startProcess(name, logDir string, env []string, bin string, args ...string) (*process, error) {
@@ -125,10 +126,13 @@ func startProcessIn(name, logDir string, env []string, bin string, args ...strin
 	return &process{name: name, cmd: cmd, log: log}, nil
 }
 
+// Stop ends the process; stopping it again does nothing (a scenario that
+// stopped the suite's winready may fail before starting another).
 func (p *process) Stop() error {
-	if p == nil || p.cmd.Process == nil {
+	if p == nil || p.cmd.Process == nil || p.stopped {
 		return nil
 	}
+	p.stopped = true
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
