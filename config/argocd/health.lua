@@ -17,14 +17,21 @@ if stalled ~= nil and stalled.status == "True" and observed == generation then
   hs.message = stalled.message
   return hs
 end
+-- A person holds the migration: paused, or a step awaits approval.
 if reconciling ~= nil and reconciling.status == "True" then
-  if reconciling.reason == "Paused" then
+  if reconciling.reason == "Paused" or reconciling.reason == "AwaitingApproval" then
     hs.status = "Suspended"
   end
   hs.message = reconciling.message
   return hs
 end
 if ready ~= nil and ready.status == "True" and observed == generation then
+  hs.status = "Healthy"
+  hs.message = ready.message
+  return hs
+end
+-- A finished dry run: the plan is in status.plan, nothing is left to do.
+if ready ~= nil and ready.reason == "DryRun" and observed == generation then
   hs.status = "Healthy"
   hs.message = ready.message
   return hs

@@ -3,6 +3,7 @@
 package argocd
 
 import (
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -27,6 +28,12 @@ func toLua(L *lua.LState, v any) lua.LValue {
 	case string:
 		return lua.LString(t)
 	case int:
+		return lua.LNumber(t)
+	case int64:
+		return lua.LNumber(t)
+	case float64:
+		// encoding/json decodes every number as float64, as Argo CD's
+		// objects arrive.
 		return lua.LNumber(t)
 	case bool:
 		return lua.LBool(t)
@@ -68,6 +75,20 @@ func cond(typ, status, reason, message string) map[string]any {
 	return map[string]any{"type": typ, "status": status, "reason": reason, "message": message}
 }
 
+// TestNumbersArriveAsArgoCDSendsThem: generations decoded from JSON are
+// float64; a harness that dropped them would read every object as generation
+// 0 and pass the generation checks by accident.
+func TestNumbersArriveAsArgoCDSendsThem(t *testing.T) {
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(`{"metadata":{"generation":3},"status":{"observedGeneration":2,
+		"conditions":[{"type":"Ready","status":"True","reason":"Migrated","message":"ready"}]}}`), &obj); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := health(t, obj); status != "Progressing" {
+		t.Errorf("Ready for generation 2 of 3 reads %s, want Progressing", status)
+	}
+}
+
 func TestHealth(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -89,6 +110,17 @@ func TestHealth(t *testing.T) {
 			"Healthy", "the cluster is ready for Windows nodes"},
 		{"ready for an older generation", wr(3, 2,
 			cond("Ready", "True", "Migrated", "the cluster is ready for Windows nodes")),
+			"Progressing", "waiting for the operator"},
+		{"awaiting approval", wr(1, 0,
+			cond("Reconciling", "True", "AwaitingApproval", "waiting for approval (BGP off): add BGP to spec.approvedSteps to go on")),
+			"Suspended", "waiting for approval (BGP off): add BGP to spec.approvedSteps to go on"},
+		{"a finished dry run", wr(1, 1,
+			cond("Ready", "False", "DryRun", "dry run: 7 changes planned in status.plan, none made"),
+			cond("Reconciling", "False", "DryRun", "dry run: 7 changes planned in status.plan, none made"),
+			cond("Stalled", "False", "DryRun", "")),
+			"Healthy", "dry run: 7 changes planned in status.plan, none made"},
+		{"a dry run of an older generation", wr(2, 1,
+			cond("Ready", "False", "DryRun", "dry run: 7 changes planned in status.plan, none made")),
 			"Progressing", "waiting for the operator"},
 		{"stalled", wr(1, 1,
 			cond("Ready", "False", "PreflightFailed", "preflight failed"),
