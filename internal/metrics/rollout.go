@@ -10,7 +10,7 @@ import (
 // or an alert reads ("the migration will not finish inside the window").
 var (
 	rolloutLeft = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "winready_rollout_estimated_seconds_left",
+		Name: "winready_rollout_remaining_seconds",
 		Help: "Estimated time until the DaemonSet rollout the migration waits for is done, at its measured pace; absent before the pace is known.",
 	}, []string{"daemonset"})
 

@@ -37,14 +37,14 @@ func TestRecordRollout(t *testing.T) {
 	RecordRollout(&v1alpha1.RolloutStatus{DaemonSet: "calico-system/calico-node", Updated: 412, Total: 1000, Unavailable: 1,
 		PacePerNode: &metav1.Duration{Duration: 27 * time.Second}, EstimatedTimeLeft: &metav1.Duration{Duration: 4 * time.Hour}})
 	got := gathered(t)
-	if v := got["winready_rollout_estimated_seconds_left calico-system/calico-node"]; v != 4*3600 {
+	if v := got["winready_rollout_remaining_seconds calico-system/calico-node"]; v != 4*3600 {
 		t.Fatalf("estimate %v, want 14400 (%v)", v, got)
 	}
 	if v := got["winready_rollout_nodes calico-system/calico-node updated"]; v != 412 {
 		t.Fatalf("updated %v, want 412 (%v)", v, got)
 	}
 	RecordRollout(&v1alpha1.RolloutStatus{DaemonSet: "calico-system/calico-node", Updated: 3, Total: 3})
-	if v, ok := gathered(t)["winready_rollout_estimated_seconds_left calico-system/calico-node"]; !ok || v != 0 {
+	if v, ok := gathered(t)["winready_rollout_remaining_seconds calico-system/calico-node"]; !ok || v != 0 {
 		t.Fatalf("a finished rollout has %v left (present %v), want 0", v, ok)
 	}
 	RecordRollout(nil)

@@ -18,8 +18,15 @@ var (
 	stepDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "winready_step_duration_seconds",
 		Help:    "Time from a step's change to Calico having applied it, by step and direction.",
-		Buckets: prometheus.ExponentialBuckets(0.5, 2, 14), // 0.5 s to about 68 min
+		// A step on a small cluster takes seconds; one calico-node rollout of
+		// thousands of nodes at a real pace takes a day or two.
+		Buckets: StepDurationBuckets,
 	}, []string{"step", "direction"})
+
+	lastProgress = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "winready_last_progress_timestamp_seconds",
+		Help: "When what the migration or rollback waits for last moved (a node updated, a status changed), as a Unix time; absent before the first step.",
+	})
 
 	probeFailingPairs = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "winready_preflight_failing_pairs",
@@ -31,6 +38,11 @@ var (
 		Help: "1 while the migration or rollback needs a person, labelled with the reason (the Stalled condition's).",
 	}, []string{"reason"})
 )
+
+// StepDurationBuckets are winready_step_duration_seconds's buckets, from a
+// second to 48 hours.
+var StepDurationBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 2 * 3600, 4 * 3600, 8 * 3600,
+	12 * 3600, 24 * 3600, 36 * 3600, 48 * 3600}
 
 // RecordStatus sets the gauges from a WindowsReadiness's status.
 func RecordStatus(wr *v1alpha1.WindowsReadiness) {
@@ -51,6 +63,23 @@ func RecordStatus(wr *v1alpha1.WindowsReadiness) {
 	}
 	probeFailingPairs.Set(failing)
 	RecordRollout(wr.Status.Rollout)
+	if at := lastProgressAt(wr.Status); !at.IsZero() {
+		lastProgress.Set(float64(at.UnixNano()) / 1e9)
+	}
+}
+
+// lastProgressAt is the latest time anything the steps wait for moved.
+func lastProgressAt(st v1alpha1.WindowsReadinessStatus) time.Time {
+	var latest time.Time
+	for _, s := range st.Steps {
+		if s.LastProgressAt != nil && s.LastProgressAt.After(latest) {
+			latest = s.LastProgressAt.Time
+		}
+	}
+	if r := st.Rollout; r != nil && r.LastProgressAt != nil && r.LastProgressAt.After(latest) {
+		latest = r.LastProgressAt.Time
+	}
+	return latest
 }
 
 // ObserveStep records how long a step took, from its change to Calico

@@ -6,8 +6,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winready/winready/api/v1alpha1"
 )
@@ -42,5 +45,38 @@ func TestPhaseGaugeCoversTheEnum(t *testing.T) {
 		if got := m.GetGauge().GetValue(); got != 1 {
 			t.Errorf("winready_phase{phase=%q} is %v while in that phase", p, got)
 		}
+	}
+}
+
+func TestStepDurationsOfRealRolloutsLandInABucket(t *testing.T) {
+	if last := StepDurationBuckets[len(StepDurationBuckets)-1]; last < 48*3600 {
+		t.Errorf("the last bucket is %vs: a two-day rollout of thousands of nodes lands in +Inf", last)
+	}
+	ObserveStep(v1alpha1.StepBGP, v1alpha1.DirectionMigrate, 37*time.Hour)
+	var m dto.Metric
+	if err := stepDuration.WithLabelValues(string(v1alpha1.StepBGP), string(v1alpha1.DirectionMigrate)).(prometheus.Histogram).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range m.GetHistogram().GetBucket() {
+		if b.GetUpperBound() >= 37*3600 && b.GetCumulativeCount() == 1 {
+			return
+		}
+	}
+	t.Error("a 37-hour step is counted in no finite bucket")
+}
+
+func TestLastProgressIsTheLatestMove(t *testing.T) {
+	early := metav1.NewTime(time.Unix(1000, 0))
+	late := metav1.NewTime(time.Unix(5000, 0))
+	RecordStatus(&v1alpha1.WindowsReadiness{Status: v1alpha1.WindowsReadinessStatus{
+		Steps:   []v1alpha1.StepStatus{{Name: v1alpha1.StepBGP, LastProgressAt: &early}},
+		Rollout: &v1alpha1.RolloutStatus{LastProgressAt: &metav1.MicroTime{Time: late.Time}},
+	}})
+	var m dto.Metric
+	if err := lastProgress.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.GetGauge().GetValue(); got != 5000 {
+		t.Errorf("winready_last_progress_timestamp_seconds = %v, want 5000", got)
 	}
 }
