@@ -144,6 +144,7 @@ type pass struct {
 
 // persist writes the status when it changed.
 func (p *pass) persist(ctx context.Context) error {
+	fillColumns(&p.wr.Status)
 	boundStatus(&p.wr.Status)
 	if equality.Semantic.DeepEqual(p.before.Status, p.wr.Status) {
 		return nil

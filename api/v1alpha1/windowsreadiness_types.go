@@ -687,6 +687,11 @@ type WindowsReadinessStatus struct {
 	// +optional
 	Steps []StepStatus `json:"steps,omitempty"`
 
+	// CurrentStep is the step in progress (InProgress or Reverting), for
+	// kubectl get's Step column; empty when none is.
+	// +optional
+	CurrentStep StepName `json:"currentStep,omitempty"`
+
 	// Originals are the values the migration changes, as they were before.
 	// +optional
 	Originals *Originals `json:"originals,omitempty"`
@@ -789,8 +794,11 @@ type WindowsNodeJoin struct {
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == 'default'",message="metadata.name must be 'default': a cluster has one WindowsReadiness"
 // +kubebuilder:printcolumn:name="Direction",type=string,JSONPath=`.spec.direction`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.currentStep`
+// +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.rollout.progress`
+// +kubebuilder:printcolumn:name="ETA",type=string,JSONPath=`.status.rollout.estimatedTimeLeft`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WindowsReadiness struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -829,6 +837,11 @@ type RolloutStatus struct {
 	// Updated is how many nodes run the new pod template
 	// (updatedNumberScheduled).
 	Updated int32 `json:"updated"`
+
+	// Progress is "updated/total", for kubectl get's Progress column.
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	Progress string `json:"progress,omitempty"`
 
 	// Unavailable is how many nodes lack an available pod
 	// (numberUnavailable).
