@@ -55,12 +55,18 @@ test: envtest-assets build vet ## Run every test on envtest (the end-to-end scen
 	# One package at a time: each envtest suite runs its own control plane.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./... -p 1 -count=1 -timeout 30m $(GINKGO_FLAGS)
 	$(MAKE) kit-example
+	$(MAKE) rules-test
 
 .PHONY: kit-example
 kit-example: envtest-assets ## Run test/ci-example: a platform team's CI suite, a module of its own, on the test kit.
 	cd test/ci-example && { go mod tidy -diff || { echo "test/ci-example: run go mod tidy there and commit"; exit 1; }; }
 	cd test/ci-example && go vet ./... && KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) WINREADY_CALICO_CRDS=$(CURDIR)/bin/crds \
 		go test ./... -count=1 -timeout 10m
+
+.PHONY: rules-test
+rules-test: ## Evaluate config/prometheus's alerts with Prometheus's PromQL engine (test/prometheus, a module of its own).
+	cd test/prometheus && { go mod tidy -diff || { echo "test/prometheus: run go mod tidy there and commit"; exit 1; }; }
+	cd test/prometheus && go vet ./... && go test ./... -count=1
 
 .PHONY: demo
 demo: envtest-assets ## Run the operator on a local control plane with a simulated Calico cluster.

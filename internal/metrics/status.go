@@ -23,6 +23,16 @@ var (
 		Buckets: StepDurationBuckets,
 	}, []string{"step", "direction"})
 
+	progressDeadline = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "winready_progress_deadline_seconds",
+		Help: "How long a step may go without progress before it stalls (spec.progressDeadline); alerts compare the time since the last progress with it.",
+	})
+
+	windowsNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "winready_windows_nodes",
+		Help: "Windows nodes by join state: Joining, Joined, or Overdue (still waiting past spec.windowsNodes.joinTimeout).",
+	}, []string{"state"})
+
 	lastProgress = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "winready_last_progress_timestamp_seconds",
 		Help: "When what the migration or rollback waits for last moved (a node updated, a status changed), as a Unix time; absent before the first step.",
@@ -63,6 +73,16 @@ func RecordStatus(wr *v1alpha1.WindowsReadiness) {
 	}
 	probeFailingPairs.Set(failing)
 	RecordRollout(wr.Status.Rollout)
+	progressDeadline.Set(wr.Spec.EffectiveProgressDeadline().Seconds())
+	for _, state := range []v1alpha1.JoinState{v1alpha1.JoinJoining, v1alpha1.JoinJoined, v1alpha1.JoinOverdue} {
+		n := 0
+		for _, j := range wr.Status.WindowsNodeJoins {
+			if j.State == state {
+				n++
+			}
+		}
+		windowsNodes.WithLabelValues(string(state)).Set(float64(n))
+	}
 	if at := lastProgressAt(wr.Status); !at.IsZero() {
 		lastProgress.Set(float64(at.UnixNano()) / 1e9)
 	}

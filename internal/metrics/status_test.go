@@ -80,3 +80,25 @@ func TestLastProgressIsTheLatestMove(t *testing.T) {
 		t.Errorf("winready_last_progress_timestamp_seconds = %v, want 5000", got)
 	}
 }
+
+func TestWindowsNodesByStateAndTheDeadline(t *testing.T) {
+	RecordStatus(&v1alpha1.WindowsReadiness{Status: v1alpha1.WindowsReadinessStatus{
+		WindowsNodeJoins: []v1alpha1.WindowsNodeJoin{{Name: "a", State: v1alpha1.JoinOverdue},
+			{Name: "b", State: v1alpha1.JoinJoined}, {Name: "c", State: v1alpha1.JoinOverdue}}}})
+	for state, want := range map[string]float64{"Overdue": 2, "Joined": 1, "Joining": 0} {
+		var m dto.Metric
+		if err := windowsNodes.WithLabelValues(state).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		if m.GetGauge().GetValue() != want {
+			t.Errorf("winready_windows_nodes{state=%q} = %v, want %v", state, m.GetGauge().GetValue(), want)
+		}
+	}
+	var m dto.Metric
+	if err := progressDeadline.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if m.GetGauge().GetValue() != v1alpha1.DefaultProgressDeadline.Seconds() {
+		t.Errorf("winready_progress_deadline_seconds = %v", m.GetGauge().GetValue())
+	}
+}
