@@ -206,6 +206,13 @@ func (p *pass) preflight(ctx context.Context, inst *operatorv1.Installation) (bo
 	if wn := p.wr.Spec.WindowsNodes; wn != nil {
 		in.ExpectedWindowsNodes = wn.Expected
 	}
+	existing, err := calico.GetServicesEndpoint(ctx, p.r.Client)
+	if err != nil {
+		return false, err
+	}
+	if in.APIServer, err = preflight.GatherAPIServer(ctx, p.r.APIReader, p.wr.Spec.APIServer, existing); err != nil {
+		return false, err
+	}
 	checks := preflight.Evaluate(in, p.wr.Spec.Preflight)
 	now := metav1.NewTime(p.r.Clock.Now())
 	var probe *v1alpha1.ProbeStatus

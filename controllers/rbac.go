@@ -34,6 +34,6 @@ package controllers
 // +kubebuilder:rbac:groups="",namespace=winready-probe,resources=configmaps,verbs=create;list;watch;deletecollection
 // +kubebuilder:rbac:groups="",namespace=winready-probe,resources=configmaps,resourceNames=winready-probe,verbs=get;delete
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kubeadm-config,verbs=get
-// +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns,verbs=get
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns;rke2-coredns-rke2-coredns,verbs=get
 // +kubebuilder:rbac:groups="",namespace=kube-public,resources=configmaps,resourceNames=cluster-info,verbs=get
 // +kubebuilder:rbac:groups="",namespace=calico-system,resources=pods,verbs=get;list;watch

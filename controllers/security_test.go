@@ -138,6 +138,7 @@ var managerMay = []access{
 	{"winready-probe", "delete", "", "configmaps", "winready-podcheck"},
 	{"kube-system", "get", "", "configmaps", "kubeadm-config"},
 	{"kube-system", "get", "", "services", "kube-dns"},
+	{"kube-system", "get", "", "services", "rke2-coredns-rke2-coredns"},
 	{"kube-public", "get", "", "configmaps", "cluster-info"},
 }
 

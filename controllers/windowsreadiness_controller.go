@@ -138,6 +138,12 @@ type pass struct {
 	// degraded is the first Degraded TigeraStatus of this pass, nil when
 	// Calico is healthy.
 	degraded *calico.Health
+	// operatorDegraded are the Degraded TigeraStatuses of this pass that a
+	// wait reports, calico-windows included.
+	operatorDegraded []calico.Health
+	// overlayConflicts are the fields of Installation overlay that win over
+	// what winready writes.
+	overlayConflicts []calico.OverlayField
 	// cluster is what the steps read in this pass, nil before the walk.
 	cluster *calico.Cluster
 }
@@ -171,7 +177,7 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 	if err := p.observeWindowsNodes(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := p.observeCalicoHealth(ctx); err != nil {
+	if err := p.observeCalicoHealth(ctx, inst); err != nil {
 		return ctrl.Result{}, err
 	}
 	if p.wr.Spec.Direction == v1alpha1.DirectionRollback {

@@ -3,6 +3,7 @@
 package preflight
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -28,6 +31,8 @@ const (
 	CheckServiceAdverts = "ServiceAdvertisement"
 	CheckBlockSize      = "PodsPerWindowsNode"
 	CheckKubeDNS        = "KubeDNS"
+	CheckProvider       = "KubernetesProvider"
+	CheckOverlay        = "OverlayInstallation"
 	CheckNodePolicies   = "PoliciesOnNodeAddresses"
 	CheckBorrowed       = "BorrowedAddresses"
 	CheckCalicoVersion  = "CalicoVersion"
@@ -61,7 +66,11 @@ const (
 
 // Inputs is what the checks look at, gathered from the cluster.
 type Inputs struct {
+	// Installation is the effective Installation: "default" with the
+	// overlay merged over it, as the Tigera operator renders it.
 	Installation *operatorv1.Installation
+	// Overlay is Installation "overlay"; nil when absent.
+	Overlay *operatorv1.Installation
 	// CalicoAPIServed is true when projectcalico.org/v3 serves IPPools and
 	// IPAMConfigurations (Calico API server or native v3 CRDs).
 	CalicoAPIServed bool
@@ -71,8 +80,11 @@ type Inputs struct {
 	BGPConfig *calicov3.BGPConfiguration
 	// BGPPeers are the names of every BGPPeer.
 	BGPPeers []string
-	// KubeDNS is true when Service kube-system/kube-dns exists.
-	KubeDNS bool
+	// DNSService is the cluster DNS Service the Tigera operator's Windows
+	// controller reads for the Installation's kubernetesProvider, and
+	// DNSServiceFound whether it exists.
+	DNSService      client.ObjectKey
+	DNSServiceFound bool
 	// Nodes are every node's addresses, VXLAN tunnel address and what
 	// decides whether it runs Linux workloads.
 	Nodes []NodeAddresses
@@ -96,6 +108,8 @@ type Inputs struct {
 	CalicoNodeEnv map[string]string
 	// ExpectedWindowsNodes is spec.windowsNodes.expected; nil when unset.
 	ExpectedWindowsNodes *int32
+	// APIServer is where the address for calico-node comes from.
+	APIServer APIServerInputs
 }
 
 // NodeAddresses are one node's InternalIP and Calico VXLAN tunnel address,
@@ -185,12 +199,12 @@ func SummarizeDaemonSet(ds *appsv1.DaemonSet) DaemonSetSummary {
 
 // Evaluate runs every check. It is pure, so each rule is table-tested.
 func Evaluate(in Inputs, spec v1alpha1.PreflightSpec) []v1alpha1.PreflightCheck {
-	checks := []v1alpha1.PreflightCheck{calicoAPI(in)}
+	checks := []v1alpha1.PreflightCheck{calicoAPI(in), kubernetesProvider(in), overlayInstallation(in)}
 	checks = append(checks, ipipPools(in), ipv6Pools(in), unencapsulatedPools(in))
 	if in.CalicoAPIServed {
 		checks = append(checks, foreignPools(in), vxlanSettings(in), bgpPeers(in, spec), serviceAdverts(in, spec))
 	}
-	checks = append(checks, blockSize(in), kubeDNS(in), nodePolicies(in), borrowed(in), calicoVersion(in))
+	checks = append(checks, apiServerAddress(in), blockSize(in), kubeDNS(in), nodePolicies(in), borrowed(in), calicoVersion(in))
 	// The first Windows node: Linux workers, addresses, kube-proxy, DaemonSets.
 	checks = append(checks, linuxWorkers(in))
 	if in.CalicoAPIServed {
@@ -243,6 +257,42 @@ func calicoAPI(in Inputs) v1alpha1.PreflightCheck {
 		"projectcalico.org/v3 is not served: the Tigera operator will not change IP pools without it. "+
 			"Install the Calico API server (kubectl create -f apiserver.yaml with an APIServer named default) "+
 			"or run Calico with native projectcalico.org/v3 CRDs, then wait for TigeraStatus apiserver Available")
+}
+
+// overlayInstallation fails on fields of Installation "overlay" that win
+// over what winready writes into "default": the Tigera operator would render
+// the overlay's value and winready would wait for a change that never comes
+// (with bgp Enabled there, calico-node keeps BIRD forever), and a rollback
+// could not put the originals back either.
+func overlayInstallation(in Inputs) v1alpha1.PreflightCheck {
+	if in.Overlay == nil {
+		return result(CheckOverlay, v1alpha1.CheckPass, "no Installation overlay")
+	}
+	conflicts := calico.OverlayConflicts(in.Overlay)
+	if len(conflicts) == 0 {
+		return result(CheckOverlay, v1alpha1.CheckPass,
+			"Installation overlay sets none of the fields winready changes (calicoNetwork.bgp, windowsDataplane, ipPools, serviceCIDRs)")
+	}
+	var sets []string
+	calicoNetwork := map[string]any{}
+	fix := map[string]any{}
+	for _, c := range conflicts {
+		sets = append(sets, fmt.Sprintf("spec.%s: %s", c.Path, c.Value))
+		if field, ok := strings.CutPrefix(c.Path, "calicoNetwork."); ok {
+			calicoNetwork[field] = nil
+		} else {
+			fix[c.Path] = nil
+		}
+	}
+	if len(calicoNetwork) > 0 {
+		fix["calicoNetwork"] = calicoNetwork
+	}
+	patch, _ := json.Marshal(map[string]any{"spec": fix})
+	return result(CheckOverlay, v1alpha1.CheckFail,
+		"Installation overlay sets %s; the Tigera operator merges the overlay over Installation default, so these win over "+
+			"what winready writes into default and the migration would wait for a change that never comes. Remove them from "+
+			"the overlay where it is managed (winready changes them in default, and restores them there on rollback), e.g. "+
+			"kubectl patch installation overlay --type merge -p '%s'", strings.Join(sets, ", "), patch)
 }
 
 func ipipPools(in Inputs) v1alpha1.PreflightCheck {
@@ -453,12 +503,49 @@ func blockSize(in Inputs) v1alpha1.PreflightCheck {
 	return result(CheckBlockSize, v1alpha1.CheckInfo, "%s", strings.Join(parts, "; "))
 }
 
+// kubeDNS fails when the DNS Service the Tigera operator's Windows
+// controller looks up is absent: calico-windows would stay Degraded and no
+// calico-node-windows would ever be rendered, after BGP is already off.
 func kubeDNS(in Inputs) v1alpha1.PreflightCheck {
-	if in.KubeDNS {
-		return result(CheckKubeDNS, v1alpha1.CheckPass, "Service kube-system/kube-dns exists")
+	if provider(in).IsOpenShift() {
+		return result(CheckKubeDNS, v1alpha1.CheckInfo, "not checked on OpenShift (see %s)", CheckProvider)
 	}
-	return result(CheckKubeDNS, v1alpha1.CheckWarn,
-		"Service kube-system/kube-dns is missing: the Tigera operator's Windows controller waits for it before rendering calico-node-windows")
+	if in.DNSServiceFound {
+		return result(CheckKubeDNS, v1alpha1.CheckPass, "Service %s exists", in.DNSService)
+	}
+	return result(CheckKubeDNS, v1alpha1.CheckFail,
+		"Service %s is missing: for kubernetesProvider %q the Tigera operator's Windows controller reads the cluster DNS "+
+			"addresses from it, and without it TigeraStatus calico-windows stays Degraded (\"%s service not found\") and "+
+			"calico-node-windows is never rendered. Create it (the cluster DNS Service, e.g. CoreDNS's) under that name, or "+
+			"correct the Installation's spec.kubernetesProvider if it names the wrong platform",
+		in.DNSService, providerName(in), in.DNSService.Name)
+}
+
+func provider(in Inputs) operatorv1.Provider {
+	if in.Installation == nil {
+		return operatorv1.ProviderNone
+	}
+	return in.Installation.Spec.KubernetesProvider
+}
+
+func providerName(in Inputs) string {
+	if p := provider(in); p != operatorv1.ProviderNone {
+		return string(p)
+	}
+	return "none (kubeadm and other upstream distributions)"
+}
+
+// kubernetesProvider shows the platform the Tigera operator renders for, and
+// refuses the one winready does not migrate.
+func kubernetesProvider(in Inputs) v1alpha1.PreflightCheck {
+	if provider(in).IsOpenShift() {
+		return result(CheckProvider, v1alpha1.CheckFail,
+			"kubernetesProvider OpenShift is not supported: on OpenShift the cluster network and Windows nodes are managed "+
+				"by the cluster's own operators (the Windows Machine Config Operator), not by this migration; change the "+
+				"network there instead")
+	}
+	return result(CheckProvider, v1alpha1.CheckInfo, "kubernetesProvider %s; the cluster DNS Service for it is %s",
+		providerName(in), calico.DNSService(provider(in)))
 }
 
 // nodePolicies warns about policies that allow node addresses: once pools

@@ -12,8 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/detect"
 )
 
 func installationWith(pools ...operatorv1.IPPool) *operatorv1.Installation {
@@ -25,7 +27,8 @@ var crossSubnet = operatorv1.IPPool{Name: "default-ipv4-ippool", CIDR: "172.20.0
 	Encapsulation: operatorv1.EncapsulationVXLANCrossSubnet, BlockSize: ptr.To[int32](26)}
 
 func healthy() Inputs {
-	return Inputs{Installation: installationWith(crossSubnet), CalicoAPIServed: true, KubeDNS: true,
+	return Inputs{Installation: installationWith(crossSubnet), CalicoAPIServed: true,
+		DNSService: client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, DNSServiceFound: true,
 		Nodes: []NodeAddresses{{Name: "linux-0", OS: "linux"}, {Name: "cp-0", OS: "linux", ControlPlane: true}}}
 }
 
@@ -188,8 +191,74 @@ func TestEvaluate(t *testing.T) {
 			in.Installation.Status.CalicoVersion, in.Installation.Status.Variant = "v3.32.0", operatorv1.Calico
 			return in
 		}, v1alpha1.PreflightSpec{}, CheckCalicoVersion, v1alpha1.CheckInfo, "Calico v3.32.0 (Calico)"},
-		{"missing kube-dns warns", func() Inputs { in := healthy(); in.KubeDNS = false; return in },
-			v1alpha1.PreflightSpec{}, CheckKubeDNS, v1alpha1.CheckWarn, "kube-system/kube-dns is missing"},
+		{"a missing kube-dns fails, naming it", func() Inputs { in := healthy(); in.DNSServiceFound = false; return in },
+			v1alpha1.PreflightSpec{}, CheckKubeDNS, v1alpha1.CheckFail,
+			`Service kube-system/kube-dns is missing: for kubernetesProvider "none (kubeadm and other upstream distributions)"`},
+		{"a missing RKE2 DNS Service fails, naming it", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.KubernetesProvider = operatorv1.ProviderRKE2
+			in.DNSService, in.DNSServiceFound = client.ObjectKey{Namespace: "kube-system", Name: "rke2-coredns-rke2-coredns"}, false
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckKubeDNS, v1alpha1.CheckFail,
+			`Service kube-system/rke2-coredns-rke2-coredns is missing: for kubernetesProvider "RKE2"`},
+		{"the provider is shown with its DNS Service", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.KubernetesProvider = operatorv1.ProviderRKE2
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckProvider, v1alpha1.CheckInfo,
+			"kubernetesProvider RKE2; the cluster DNS Service for it is kube-system/rke2-coredns-rke2-coredns"},
+		{"no overlay passes", healthy, v1alpha1.PreflightSpec{}, CheckOverlay, v1alpha1.CheckPass, "no Installation overlay"},
+		{"an overlay with bgp Enabled fails with the patch that removes it", func() Inputs {
+			in := healthy()
+			in.Overlay = &operatorv1.Installation{Spec: operatorv1.InstallationSpec{
+				CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: ptr.To(operatorv1.BGPEnabled)}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckOverlay, v1alpha1.CheckFail,
+			`Installation overlay sets spec.calicoNetwork.bgp: Enabled; the Tigera operator merges the overlay over Installation default` +
+				`, so these win over what winready writes into default and the migration would wait for a change that never comes. ` +
+				`Remove them from the overlay where it is managed (winready changes them in default, and restores them there on rollback), ` +
+				`e.g. kubectl patch installation overlay --type merge -p '{"spec":{"calicoNetwork":{"bgp":null}}}'`},
+		{"an overlay with pools and serviceCIDRs fails naming both", func() Inputs {
+			in := healthy()
+			in.Overlay = &operatorv1.Installation{Spec: operatorv1.InstallationSpec{ServiceCIDRs: []string{"10.96.0.0/12"},
+				CalicoNetwork: &operatorv1.CalicoNetworkSpec{IPPools: []operatorv1.IPPool{crossSubnet}}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckOverlay, v1alpha1.CheckFail,
+			`sets spec.calicoNetwork.ipPools: [default-ipv4-ippool 172.20.0.0/16 encapsulation VXLANCrossSubnet], spec.serviceCIDRs: [10.96.0.0/12]`},
+		{"an overlay of other fields passes", func() Inputs {
+			in := healthy()
+			in.Overlay = &operatorv1.Installation{Spec: operatorv1.InstallationSpec{
+				CalicoNetwork: &operatorv1.CalicoNetworkSpec{MTU: ptr.To[int32](1400)}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckOverlay, v1alpha1.CheckPass, "sets none of the fields winready changes"},
+		{"several API server endpoints without a stable address fail, listing them", func() Inputs {
+			in := healthy()
+			in.APIServer.Detected = &detect.Endpoint{Host: "10.0.0.1", Port: "6443", Source: detect.SourceEndpointSlice,
+				Members: []string{"10.0.0.1:6443", "10.0.0.2:6443", "10.0.0.3:6443"}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckAPIServer, v1alpha1.CheckFail,
+			"the control plane has 3 API server endpoints (10.0.0.1:6443, 10.0.0.2:6443, 10.0.0.3:6443) and no stable address"},
+		{"one API server endpoint warns", func() Inputs {
+			in := healthy()
+			in.APIServer.Detected = &detect.Endpoint{Host: "10.0.0.1", Port: "6443", Source: detect.SourceEndpointSlice,
+				Members: []string{"10.0.0.1:6443"}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckAPIServer, v1alpha1.CheckWarn, "calico-node will use 10.0.0.1:6443, the only API server endpoint"},
+		{"spec.apiServer passes whatever the endpoints", func() Inputs {
+			in := healthy()
+			in.APIServer.Spec = "api.example.com:6443"
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckAPIServer, v1alpha1.CheckPass, "spec.apiServer api.example.com:6443"},
+		{"kubeadm's controlPlaneEndpoint passes", func() Inputs {
+			in := healthy()
+			in.APIServer.Detected = &detect.Endpoint{Host: "10.0.0.10", Port: "6443", Source: "kubeadm-config controlPlaneEndpoint"}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckAPIServer, v1alpha1.CheckPass, "10.0.0.10:6443 from kubeadm-config controlPlaneEndpoint"},
+		{"OpenShift is refused", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.KubernetesProvider = operatorv1.ProviderOpenShift
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckProvider, v1alpha1.CheckFail, "kubernetesProvider OpenShift is not supported"},
 
 		// VXLAN overrides on calico-node.
 		{"a low FELIX_VXLANVNI on calico-node fails, naming it and the DaemonSet", func() Inputs {

@@ -74,6 +74,13 @@ func (a CalicoAPI) Served() bool { return a.V3["ippools"] && a.V3["ipamconfigura
 // these objects are read once per preflight and not worth caching.
 func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.Installation) (Inputs, error) {
 	in := Inputs{Installation: inst}
+	overlay, err := calico.GetOverlay(ctx, r)
+	if err != nil {
+		return in, err
+	}
+	in.Overlay, in.Installation = overlay, calico.Effective(inst, overlay)
+	// The checks read the Installation the operator renders.
+	inst = in.Installation
 	api, err := DiscoverCalicoAPI(d)
 	if err != nil {
 		return in, err
@@ -82,8 +89,13 @@ func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.
 	if in.Nodes, err = listNodes(ctx, r); err != nil {
 		return in, err
 	}
-	if err := getOptional(ctx, r, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, &corev1.Service{}, &in.KubeDNS); err != nil {
-		return in, err
+	if inst != nil && !inst.Spec.KubernetesProvider.IsOpenShift() {
+		// OpenShift is refused by the KubernetesProvider check, and winready
+		// has no rights in openshift-dns.
+		in.DNSService = calico.DNSService(inst.Spec.KubernetesProvider)
+		if err := getOptional(ctx, r, in.DNSService, &corev1.Service{}, &in.DNSServiceFound); err != nil {
+			return in, err
+		}
 	}
 	if err := gatherDaemonSets(ctx, r, &in); err != nil {
 		return in, err

@@ -26,6 +26,10 @@ const (
 // reconcile that began before the Installation vanished may still write once) until two polls in a row find
 // nothing. Namespaces stay: envtest has no namespace controller to finish deleting them.
 func Clean(ctx context.Context, c client.Client) error {
+	overlay := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: overlayName}}
+	if err := client.IgnoreNotFound(c.Delete(ctx, overlay)); err != nil {
+		return fmt.Errorf("deleting Installation overlay: %w", err)
+	}
 	inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: installationName}}
 	if err := client.IgnoreNotFound(c.Delete(ctx, inst)); err != nil {
 		return fmt.Errorf("deleting Installation: %w", err)
@@ -95,6 +99,7 @@ func deleteSeeded(ctx context.Context, c client.Client) (int, error) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: servicesEndpointCM}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: kubeadmConfigName}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: kubeDNSName}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: rke2DNSName}},
 	}
 	for _, obj := range singles {
 		err := c.Delete(ctx, obj)

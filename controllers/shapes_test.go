@@ -1,0 +1,176 @@
+package controllers_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/test/calicosim"
+)
+
+// calicoState is every object the migration may change: a refused shape
+// leaves all of it as it was.
+type calicoState struct {
+	Installation     operatorv1.InstallationSpec
+	Pools            map[string]calicov3.IPPoolSpec
+	IPAM             *calicov3.IPAMConfigurationSpec
+	ServicesEndpoint map[string]string
+}
+
+func calicoStateNow() calicoState {
+	s := calicoState{Installation: installation().Spec, Pools: map[string]calicov3.IPPoolSpec{}}
+	pools := &calicov3.IPPoolList{}
+	Expect(k8s.List(ctx, pools)).To(Succeed())
+	for _, p := range pools.Items {
+		s.Pools[p.Name] = p.Spec
+	}
+	if cfg := ipamConfig(); cfg != nil {
+		s.IPAM = &cfg.Spec
+	}
+	if cm := servicesEndpoint(); cm != nil {
+		s.ServicesEndpoint = cm.Data
+	}
+	return s
+}
+
+// checkNamed returns the preflight check of that name, or an empty one.
+func checkNamed(name string) func() v1alpha1.PreflightCheck {
+	return func() v1alpha1.PreflightCheck {
+		if pf := getWR().Status.Preflight; pf != nil {
+			for _, c := range pf.Checks {
+				if c.Name == name {
+					return c
+				}
+			}
+		}
+		return v1alpha1.PreflightCheck{}
+	}
+}
+
+var _ = Describe("Cluster shapes the Tigera operator would refuse after a change", func() {
+	var op *operator
+
+	AfterEach(func() {
+		resetCluster(op)
+		op = nil
+	})
+
+	DescribeTable("are refused before the first change, naming the object and the fix",
+		func(cluster func() calicosim.Cluster, objects func() []client.Object, mutate func(*v1alpha1.WindowsReadiness),
+			name string, result v1alpha1.CheckResult, message string) {
+			seed(cluster())
+			for _, obj := range objects() {
+				Expect(createOrReplace(obj)).To(Succeed())
+				DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
+			}
+			before := calicoStateNow()
+			op = startOperator(nil, nil)
+			createWR(func(wr *v1alpha1.WindowsReadiness) {
+				wr.Spec.Preflight.SkipNetworkProbe = true
+				wr.Spec.PodNetworkCheck.Disabled = true
+				if mutate != nil {
+					mutate(wr)
+				}
+			})
+			Eventually(checkNamed(name)).Should(And(HaveField("Result", result), HaveField("Message", ContainSubstring(message))))
+			if result != v1alpha1.CheckFail {
+				return
+			}
+			Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+			Expect(getWR().Status.Message).To(ContainSubstring(message))
+			Expect(getWR().Status.Originals).To(BeNil(), "a failed preflight records nothing")
+			Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
+		},
+		Entry("no kube-dns Service", func() calicosim.Cluster {
+			cl := calicosim.MainCluster()
+			cl.WithoutDNSService = true
+			return cl
+		}, noObjects, nil, preflight.CheckKubeDNS, v1alpha1.CheckFail, "Service kube-system/kube-dns is missing"),
+		Entry("RKE2 without its DNS Service, although kube-dns exists", func() calicosim.Cluster {
+			cl := calicosim.MainCluster()
+			cl.Provider, cl.WithoutDNSService = operatorv1.ProviderRKE2, true
+			return cl
+		}, func() []client.Object {
+			return []client.Object{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}}
+		}, nil, preflight.CheckKubeDNS, v1alpha1.CheckFail, "Service kube-system/rke2-coredns-rke2-coredns is missing"),
+		Entry("RKE2 with its DNS Service passes", func() calicosim.Cluster {
+			cl := calicosim.MainCluster()
+			cl.Provider = operatorv1.ProviderRKE2
+			return cl
+		}, noObjects, nil, preflight.CheckKubeDNS, v1alpha1.CheckPass, "Service kube-system/rke2-coredns-rke2-coredns exists"),
+		Entry("an overlay Installation with bgp Enabled", func() calicosim.Cluster {
+			cl := calicosim.MainCluster()
+			bgp := operatorv1.BGPEnabled
+			cl.Overlay = &operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: &bgp}}
+			return cl
+		}, noObjects, nil, preflight.CheckOverlay, v1alpha1.CheckFail,
+			`Installation overlay sets spec.calicoNetwork.bgp: Enabled; the Tigera operator merges the overlay over Installation default`),
+		Entry("an overlay Installation with CrossSubnet pools", func() calicosim.Cluster {
+			cl := calicosim.MainCluster()
+			cl.Overlay = &operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{IPPools: cl.Pools}}
+			return cl
+		}, noObjects, nil, preflight.CheckOverlay, v1alpha1.CheckFail,
+			`kubectl patch installation overlay --type merge -p '{"spec":{"calicoNetwork":{"ipPools":null}}}'`),
+		Entry("several API server endpoints and no stable address", func() calicosim.Cluster {
+			cl := calicosim.MainCluster()
+			cl.KubeadmConfig = nil
+			return cl
+		}, func() []client.Object {
+			return []client.Object{&discoveryv1.EndpointSlice{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes-members",
+					Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+				AddressType: discoveryv1.AddressTypeIPv4,
+				Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To[int32](6443)}},
+				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.2"}}, {Addresses: []string{"10.0.0.3"}}},
+			}}
+		}, nil, preflight.CheckAPIServer, v1alpha1.CheckFail, "10.0.0.2:6443, 10.0.0.3:6443) and no stable address"),
+		Entry("several API server endpoints with spec.apiServer pass", func() calicosim.Cluster {
+			cl := calicosim.MainCluster()
+			cl.KubeadmConfig = nil
+			return cl
+		}, func() []client.Object {
+			return []client.Object{&discoveryv1.EndpointSlice{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes-members",
+					Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+				AddressType: discoveryv1.AddressTypeIPv4,
+				Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To[int32](6443)}},
+				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.2"}}, {Addresses: []string{"10.0.0.3"}}},
+			}}
+		}, func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: "10.0.0.10", Port: 6443}
+		}, preflight.CheckAPIServer, v1alpha1.CheckPass, "calico-node will use spec.apiServer 10.0.0.10:6443"),
+	)
+
+	It("says the Tigera operator's own reason while a step waits on it", func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Preflight.SkipNetworkProbe = true
+			wr.Spec.PodNetworkCheck.Disabled = true
+			wr.Spec.RequireApproval = true
+		})
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseAwaitingApproval))
+		By("losing the DNS Service after the preflight passed")
+		Expect(k8s.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"}})).To(Succeed())
+		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepEncapsulation, v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}
+		})
+		Eventually(func() string { return condition(conditions.Reconciling)().Message }).Should(And(
+			ContainSubstring("(WindowsDataplane): waiting for"),
+			ContainSubstring("the Tigera operator reports TigeraStatus calico-windows Degraded: kube-dns service not found")),
+			"the wait carries calico-windows' Degraded message")
+		Expect(getWR().Status.Message).To(ContainSubstring("kube-dns service not found"))
+	})
+})
+
+func noObjects() []client.Object { return nil }
