@@ -1,6 +1,8 @@
 package controllers_test
 
 import (
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
@@ -149,6 +151,11 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 		}, func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: "10.0.0.10", Port: 6443}
 		}, preflight.CheckAPIServer, v1alpha1.CheckPass, "calico-node will use spec.apiServer 10.0.0.10:6443"),
+		Entry("a pool whose blocks are all held, two Linux nodes without room", smallPool, fullPoolBlocks, nil,
+			preflight.CheckAffinityCapacity, v1alpha1.CheckFail,
+			"after strictAffinity, 2 Linux nodes hold no block with a free address (linux-1, linux-2) but only 0 blocks are free"),
+		Entry("a pool whose blocks are all held leaves no block for any Windows node", smallPool, fullPoolBlocks, nil,
+			preflight.CheckIPAMCapacity, v1alpha1.CheckFail, "no free block is left for any Windows node"),
 	)
 
 	It("says the Tigera operator's own reason while a step waits on it", func() {
@@ -174,3 +181,43 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 })
 
 func noObjects() []client.Object { return nil }
+
+// smallPool is the main cluster with a /24 pool: four /26 blocks.
+func smallPool() calicosim.Cluster {
+	cl := calicosim.MainCluster()
+	cl.Pools[0].CIDR = "172.20.0.0/24"
+	return cl
+}
+
+// fullPoolBlocks hold every block of smallPool's pool: linux-0 one full and
+// one with room, linux-1 two full ones; linux-2 holds none and borrows an
+// address from linux-0.
+func fullPoolBlocks() []client.Object {
+	block := func(cidr, node string, used int, borrower string) client.Object {
+		allocations := make([]*int, 64)
+		var attrs []calicov3.AllocationAttribute
+		unallocated := []int{}
+		for i := range allocations {
+			if i < used {
+				allocations[i] = ptr.To(0)
+			} else {
+				unallocated = append(unallocated, i)
+			}
+		}
+		owner := node
+		if borrower != "" {
+			owner = borrower
+		}
+		attrs = append(attrs, calicov3.AllocationAttribute{HandleID: ptr.To("k8s-pod-network.x"),
+			ActiveOwnerAttrs: map[string]string{"node": owner, "namespace": "default", "pod": "web"}})
+		return &calicov3.IPAMBlock{ObjectMeta: metav1.ObjectMeta{Name: strings.NewReplacer(".", "-", "/", "-").Replace(cidr)},
+			Spec: calicov3.IPAMBlockSpec{CIDR: cidr, Affinity: ptr.To("host:" + node), Allocations: allocations,
+				Unallocated: unallocated, Attributes: attrs}}
+	}
+	return []client.Object{
+		block("172.20.0.0/26", "linux-0", 64, ""),
+		block("172.20.0.64/26", "linux-0", 10, "linux-2"),
+		block("172.20.0.128/26", "linux-1", 64, ""),
+		block("172.20.0.192/26", "linux-1", 64, ""),
+	}
+}

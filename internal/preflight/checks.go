@@ -40,6 +40,9 @@ const (
 	CheckForeignPools   = "PoolsOutsideInstallation"
 	CheckLinuxWorkers   = "LinuxWorkers"
 	CheckIPAMCapacity   = "WindowsIPAMCapacity"
+	// CheckAffinityCapacity is the Linux nodes' address capacity once
+	// strictAffinity stops borrowing.
+	CheckAffinityCapacity = "StrictAffinityCapacity"
 	CheckKubeProxy      = "KubeProxyWindows"
 	CheckLinuxOnlyDS    = "LinuxOnlyDaemonSets"
 )
@@ -100,6 +103,9 @@ type Inputs struct {
 	Pools []calicov3.IPPool
 	// BlockCIDRs are the CIDRs of every IPAM block, allocated to a node or not.
 	BlockCIDRs []netip.Prefix
+	// Blocks are the IPAM blocks affine to a node, with the node and how
+	// many of their addresses are free.
+	Blocks []BlockUsage
 	// DaemonSets are every DaemonSet in the cluster, reduced to what the
 	// Windows node checks read.
 	DaemonSets []DaemonSetSummary
@@ -110,6 +116,13 @@ type Inputs struct {
 	ExpectedWindowsNodes *int32
 	// APIServer is where the address for calico-node comes from.
 	APIServer APIServerInputs
+}
+
+// BlockUsage is an IPAM block affine to a node.
+type BlockUsage struct {
+	CIDR netip.Prefix
+	Node string
+	Free int
 }
 
 // NodeAddresses are one node's InternalIP and Calico VXLAN tunnel address,
@@ -208,7 +221,7 @@ func Evaluate(in Inputs, spec v1alpha1.PreflightSpec) []v1alpha1.PreflightCheck 
 	// The first Windows node: Linux workers, addresses, kube-proxy, DaemonSets.
 	checks = append(checks, linuxWorkers(in))
 	if in.CalicoAPIServed {
-		checks = append(checks, windowsIPAMCapacity(in))
+		checks = append(checks, affinityCapacity(in), windowsIPAMCapacity(in))
 	}
 	checks = append(checks, kubeProxyWindows(in), linuxOnlyDaemonSets(in))
 	return checks
@@ -606,8 +619,9 @@ func borrowed(in Inputs) v1alpha1.PreflightCheck {
 	}
 	slices.Sort(nodes)
 	return result(CheckBorrowed, v1alpha1.CheckWarn,
-		"%d addresses are borrowed from other nodes' blocks, on %s: strictAffinity stops new borrowing only; restart those pods to release them",
-		total, boundedList(nodes))
+		"%d addresses are borrowed from other nodes' blocks, on %s: the pool ran out of free blocks at some point, and under "+
+			"strictAffinity no node borrows again; %s says whether every node can still get addresses. Do not restart those pods "+
+			"to release the addresses: they may get none back", total, boundedList(nodes), CheckAffinityCapacity)
 }
 
 func calicoVersion(in Inputs) v1alpha1.PreflightCheck {
@@ -648,9 +662,120 @@ func linuxWorkers(in Inputs) v1alpha1.PreflightCheck {
 		len(workers), boundedList(workers))
 }
 
+// poolServes says which nodes an Installation pool may give blocks to, from
+// its nodeSelector: one that mentions windows is taken for Windows only, any
+// other for Linux only, none (or all()) for both. The selector itself is not
+// evaluated.
+func poolServes(p operatorv1.IPPool) (linux, windows bool) {
+	sel := strings.TrimSpace(p.NodeSelector)
+	if sel == "" || sel == "all()" {
+		return true, true
+	}
+	w := strings.Contains(sel, calico.OSWindows)
+	return !w, w
+}
+
+// workloadPool reports whether new workload addresses can come from pool p:
+// an enabled IPv4 pool for workloads whose block size fits its CIDR.
+func workloadPool(p operatorv1.IPPool) (netip.Prefix, int32, bool) {
+	prefix, err := netip.ParsePrefix(p.CIDR)
+	if err != nil || !prefix.Addr().Is4() || (p.DisableNewAllocations != nil && *p.DisableNewAllocations) ||
+		(len(p.AllowedUses) > 0 && !slices.Contains(p.AllowedUses, operatorv1.IPPoolAllowedUseWorkload)) {
+		return netip.Prefix{}, 0, false
+	}
+	size := int32(defaultBlockSize)
+	if p.BlockSize != nil {
+		size = *p.BlockSize
+	}
+	prefix = prefix.Masked()
+	if int(size) < prefix.Bits() || size > 32 {
+		return netip.Prefix{}, 0, false
+	}
+	return prefix, size, true
+}
+
+// freeBlocks counts the blocks of a pool no node holds yet.
+func freeBlocks(prefix netip.Prefix, size int32, blocks []netip.Prefix) (free, total int64) {
+	total = int64(1) << (int(size) - prefix.Bits())
+	var used int64
+	for _, b := range blocks {
+		if b.Bits() >= prefix.Bits() && prefix.Contains(b.Addr()) {
+			used++
+		}
+	}
+	return max(total-used, 0), total
+}
+
+// linuxDemand is what strictAffinity leaves the Linux nodes: the nodes that
+// hold no affine block with a free address in a pool that serves Linux
+// (each needs a free block of its own for its next pod), the free blocks of
+// those pools, and how many of those free blocks Windows nodes could also
+// use. Without borrowing, a node whose blocks are full gives its next pod no
+// address (libcalico-go: "No more free affine blocks and strict affinity
+// enabled").
+func linuxDemand(in Inputs) (needing []string, linuxFree, sharedFree int64, parts []string) {
+	var linuxPools []netip.Prefix
+	for _, p := range calico.IPPools(in.Installation) {
+		prefix, size, ok := workloadPool(p)
+		linux, windows := poolServes(p)
+		if !ok || !linux {
+			continue
+		}
+		linuxPools = append(linuxPools, prefix)
+		free, total := freeBlocks(prefix, size, in.BlockCIDRs)
+		linuxFree += free
+		if windows {
+			sharedFree += free
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s): %d of %d blocks free", p.Name, p.CIDR, free, total))
+	}
+	room := map[string]bool{}
+	for _, b := range in.Blocks {
+		if b.Free == 0 {
+			continue
+		}
+		for _, pool := range linuxPools {
+			if pool.Contains(b.CIDR.Addr()) {
+				room[b.Node] = true
+			}
+		}
+	}
+	for _, n := range in.Nodes {
+		if (n.OS == "" || n.OS == "linux") && !room[n.Name] {
+			needing = append(needing, n.Name)
+		}
+	}
+	slices.Sort(needing)
+	return needing, linuxFree, sharedFree, parts
+}
+
+// affinityCapacity fails when, once strictAffinity stops borrowing, some
+// Linux nodes could give new pods no address: more of them need a new block
+// than the pools serving them have free.
+func affinityCapacity(in Inputs) v1alpha1.PreflightCheck {
+	if in.BlocksUnreadable {
+		return result(CheckAffinityCapacity, v1alpha1.CheckInfo, "IPAM blocks are not readable: Linux nodes' capacity under strictAffinity not checked")
+	}
+	needing, free, _, parts := linuxDemand(in)
+	detail := strings.Join(parts, "; ")
+	if detail == "" {
+		detail = "no enabled IPv4 workload pool in the Installation serves Linux nodes"
+	}
+	if int64(len(needing)) > free {
+		return result(CheckAffinityCapacity, v1alpha1.CheckFail,
+			"after strictAffinity, %d Linux nodes hold no block with a free address (%s) but only %d blocks are free in the pools "+
+				"that serve them (%s): without borrowing, new pods on %d of them would get no address. Add a larger or an "+
+				"additional IPv4 pool (encapsulation VXLAN) to the Installation's spec.calicoNetwork.ipPools; restarting pods frees no block",
+			len(needing), boundedList(needing), free, detail, int64(len(needing))-free)
+	}
+	return result(CheckAffinityCapacity, v1alpha1.CheckPass,
+		"%d Linux nodes need a new block for their next pods under strictAffinity and %d are free (%s)", len(needing), free, detail)
+}
+
 // windowsIPAMCapacity compares spec.windowsNodes.expected with the free IPAM
-// blocks: with strictAffinity a Windows node never borrows, so each needs a
-// block of its own in a pool that may serve it.
+// blocks left once the Linux nodes took theirs: with strictAffinity a Windows
+// node never borrows, so each needs a block of its own in a pool that may
+// serve it. No block for any Windows node fails too.
 func windowsIPAMCapacity(in Inputs) v1alpha1.PreflightCheck {
 	var parts, notes []string
 	var free int64
@@ -673,6 +798,20 @@ func windowsIPAMCapacity(in Inputs) v1alpha1.PreflightCheck {
 	}
 	if in.BlocksUnreadable {
 		detail += "; IPAM blocks are not readable, so allocated blocks are not subtracted"
+	} else if needing, linuxFree, shared, _ := linuxDemand(in); len(needing) > 0 {
+		// Linux nodes draw on the pools they share with Windows nodes once
+		// their own are used up.
+		taken := min(max(int64(len(needing))-(linuxFree-shared), 0), shared)
+		if taken > 0 {
+			free -= taken
+			detail += fmt.Sprintf("; %d of the shared blocks go to Linux nodes that need one (%s)", taken, CheckAffinityCapacity)
+		}
+	}
+	if free <= 0 {
+		return result(CheckIPAMCapacity, v1alpha1.CheckFail,
+			"no free block is left for any Windows node (%s): with strictAffinity a Windows node needs a free block of its own and "+
+				"never borrows. Add a larger or an additional IPv4 pool (encapsulation VXLAN) that may serve Windows nodes to the "+
+				"Installation's spec.calicoNetwork.ipPools", detail)
 	}
 	if in.ExpectedWindowsNodes == nil {
 		return result(CheckIPAMCapacity, v1alpha1.CheckInfo,
@@ -711,14 +850,7 @@ func poolCapacity(p operatorv1.IPPool, blocks []netip.Prefix) (free int64, part,
 	if int(size) < prefix.Bits() || size > 32 {
 		return 0, "", fmt.Sprintf("%s not counted: blockSize %d does not fit %s", p.Name, size, p.CIDR)
 	}
-	total := int64(1) << (int(size) - prefix.Bits())
-	var used int64
-	for _, b := range blocks {
-		if b.Bits() >= prefix.Bits() && prefix.Contains(b.Addr()) {
-			used++
-		}
-	}
-	free = max(total-used, 0)
+	free, total := freeBlocks(prefix, size, blocks)
 	return free, fmt.Sprintf("%s (%s): %d of %d blocks free, %d pods per Windows node",
 		p.Name, p.CIDR, free, total, max((1<<(32-size))-reservedPerWindow, 0)), note
 }

@@ -302,11 +302,14 @@ func TestEvaluate(t *testing.T) {
 		// IPAM capacity for Windows nodes.
 		{"capacity without an expected count is information with the pods per node", healthy, v1alpha1.PreflightSpec{},
 			CheckIPAMCapacity, v1alpha1.CheckInfo,
-			"1024 blocks free in total, one per Windows node under strictAffinity (default-ipv4-ippool (172.20.0.0/16): 1024 of 1024 blocks free, 60 pods per Windows node); set spec.windowsNodes.expected to check"},
+			"1022 blocks free in total, one per Windows node under strictAffinity (default-ipv4-ippool (172.20.0.0/16): 1024 of 1024 blocks free, " +
+				"60 pods per Windows node; 2 of the shared blocks go to Linux nodes that need one (StrictAffinityCapacity)); set spec.windowsNodes.expected to check"},
 		{"capacity for the expected Windows nodes passes as information", func() Inputs {
 			in := healthy()
 			in.ExpectedWindowsNodes = ptr.To[int32](1021)
 			in.BlockCIDRs = blocks("172.20.0.0/26", "172.20.0.64/26", "172.20.1.0/26", "10.9.0.0/26")
+			in.Blocks = []BlockUsage{{CIDR: netip.MustParsePrefix("172.20.0.0/26"), Node: "linux-0", Free: 3},
+				{CIDR: netip.MustParsePrefix("172.20.0.64/26"), Node: "cp-0", Free: 1}}
 			return in
 		}, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckInfo,
 			"1021 blocks free in total for 1021 expected Windows nodes (default-ipv4-ippool (172.20.0.0/16): 1021 of 1024 blocks free, 60 pods per Windows node)"},
@@ -317,7 +320,8 @@ func TestEvaluate(t *testing.T) {
 			in.BlockCIDRs = blocks("172.20.0.0/28")
 			return in
 		}, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckFail,
-			"spec.windowsNodes.expected is 16 but only 15 blocks are free in total (small (172.20.0.0/24): 15 of 16 blocks free, 12 pods per Windows node). With strictAffinity each Windows node needs a free block of its own"},
+			"spec.windowsNodes.expected is 16 but only 13 blocks are free in total (small (172.20.0.0/24): 15 of 16 blocks free, 12 pods per Windows node; " +
+				"2 of the shared blocks go to Linux nodes that need one (StrictAffinityCapacity)). With strictAffinity each Windows node needs a free block of its own"},
 		{"pools for other nodes, disabled pools and IPv6 pools are not counted", func() Inputs {
 			in := healthy()
 			in.Installation = installationWith(
@@ -330,6 +334,31 @@ func TestEvaluate(t *testing.T) {
 			return in
 		}, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckFail,
 			`only 6 blocks are free in total (win (172.21.0.0/24): 4 of 4 blocks free, 60 pods per Windows node; all (172.22.0.0/25): 2 of 2 blocks free, 60 pods per Windows node; linux-only not counted: its nodeSelector "kubernetes.io/os == 'linux'" does not mention windows; win counted because its nodeSelector "kubernetes.io/os == 'windows'" mentions windows`},
+
+		// Capacity under strictAffinity: the reference shape of a /24 pool in four /26 blocks, three affine and full,
+		// one affine with room, one address borrowed by node-3.
+		{"Linux nodes that would get no address under strictAffinity fail with the numbers", quarterFull,
+			v1alpha1.PreflightSpec{}, CheckAffinityCapacity, v1alpha1.CheckFail,
+			"after strictAffinity, 2 Linux nodes hold no block with a free address (node-2, node-3) but only 0 blocks are free in the pools " +
+				"that serve them (small (172.20.0.0/24): 0 of 4 blocks free): without borrowing, new pods on 2 of them would get no address. " +
+				"Add a larger or an additional IPv4 pool"},
+		{"no free block for any Windows node fails", quarterFull, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckFail,
+			"no free block is left for any Windows node (small (172.20.0.0/24): 0 of 4 blocks free, 60 pods per Windows node)"},
+		{"borrowed addresses do not advise a restart", quarterFull, v1alpha1.PreflightSpec{}, CheckBorrowed, v1alpha1.CheckWarn,
+			"Do not restart those pods"},
+		{"an additional pool gives the Linux and Windows nodes their blocks", func() Inputs {
+			in := quarterFull()
+			in.Installation.Spec.CalicoNetwork.IPPools = append(in.Installation.Spec.CalicoNetwork.IPPools,
+				operatorv1.IPPool{Name: "more", CIDR: "172.21.0.0/24", BlockSize: ptr.To[int32](26)})
+			in.ExpectedWindowsNodes = ptr.To[int32](2)
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckInfo, "2 blocks free in total for 2 expected Windows nodes"},
+		{"an additional pool passes the Linux nodes", func() Inputs {
+			in := quarterFull()
+			in.Installation.Spec.CalicoNetwork.IPPools = append(in.Installation.Spec.CalicoNetwork.IPPools,
+				operatorv1.IPPool{Name: "more", CIDR: "172.21.0.0/24", BlockSize: ptr.To[int32](26)})
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckAffinityCapacity, v1alpha1.CheckPass, "2 Linux nodes need a new block for their next pods under strictAffinity and 4 are free"},
 
 		// kube-proxy on Windows nodes.
 		{"kube-proxy-windows on the Calico network passes", func() Inputs {
@@ -454,4 +483,22 @@ func TestEvaluate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// quarterFull is a /24 pool in four /26 blocks, every one affine: node-0's
+// first and node-2's are full, node-1's and node-0's second have room; node-3
+// holds none and borrows one address.
+func quarterFull() Inputs {
+	in := healthy()
+	in.Installation = installationWith(operatorv1.IPPool{Name: "small", CIDR: "172.20.0.0/24", BlockSize: ptr.To[int32](26)})
+	in.Nodes = []NodeAddresses{{Name: "node-0", OS: "linux"}, {Name: "node-1", OS: "linux"}, {Name: "node-2", OS: "linux"}, {Name: "node-3", OS: "linux"}}
+	in.BlockCIDRs = blocks("172.20.0.0/26", "172.20.0.64/26", "172.20.0.128/26", "172.20.0.192/26")
+	in.Blocks = []BlockUsage{
+		{CIDR: netip.MustParsePrefix("172.20.0.0/26"), Node: "node-0", Free: 0},
+		{CIDR: netip.MustParsePrefix("172.20.0.64/26"), Node: "node-1", Free: 2},
+		{CIDR: netip.MustParsePrefix("172.20.0.128/26"), Node: "node-2", Free: 0},
+		{CIDR: netip.MustParsePrefix("172.20.0.192/26"), Node: "node-0", Free: 20},
+	}
+	in.Borrowed = map[string]int{"node-3": 1}
+	return in
 }

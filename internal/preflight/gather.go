@@ -300,6 +300,15 @@ func gatherBorrowed(ctx context.Context, r client.Reader, api CalicoAPI, in *Inp
 			if !ok {
 				continue
 			}
+			if cidr, err := netip.ParsePrefix(b.Spec.CIDR); err == nil {
+				free := 0
+				for _, a := range b.Spec.Allocations {
+					if a == nil {
+						free++
+					}
+				}
+				in.Blocks = append(in.Blocks, BlockUsage{CIDR: cidr, Node: host, Free: free})
+			}
 			for _, idx := range b.Spec.Allocations {
 				if idx == nil || *idx < 0 || *idx >= len(b.Spec.Attributes) {
 					continue
