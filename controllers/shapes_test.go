@@ -158,6 +158,33 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 			preflight.CheckIPAMCapacity, v1alpha1.CheckFail, "no free block is left for any Windows node"),
 	)
 
+	It("refuses an Installation rendered by Helm until a person acknowledges it, then goes on", func() {
+		seed(calicosim.MainCluster())
+		inst := installation()
+		base := inst.DeepCopy()
+		inst.Annotations = map[string]string{"meta.helm.sh/release-name": "calico", "meta.helm.sh/release-namespace": "tigera-operator"}
+		inst.Labels = map[string]string{"app.kubernetes.io/managed-by": "Helm"}
+		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
+		before := calicoStateNow()
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Preflight.SkipNetworkProbe = true
+			wr.Spec.PodNetworkCheck.Disabled = true
+		})
+		Eventually(checkNamed(preflight.CheckHelm)).Should(And(HaveField("Result", v1alpha1.CheckFail),
+			HaveField("Message", ContainSubstring("Installation default is rendered by calico (annotation meta.helm.sh/release-name=calico, "+
+				"label app.kubernetes.io/managed-by=Helm)")),
+			HaveField("Message", ContainSubstring("installation:\n  calicoNetwork:\n    bgp: Disabled"))))
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+		Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Preflight.Acknowledge = []v1alpha1.Acknowledgement{v1alpha1.AcknowledgeHelmManagedInstallation}
+		})
+		Eventually(checkNamed(preflight.CheckHelm)).Should(HaveField("Result", v1alpha1.CheckWarn))
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady), "acknowledged, the migration goes on")
+	})
+
 	It("says the Tigera operator's own reason while a step waits on it", func() {
 		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)

@@ -116,6 +116,9 @@ type Inputs struct {
 	ExpectedWindowsNodes *int32
 	// APIServer is where the address for calico-node comes from.
 	APIServer APIServerInputs
+	// HelmEvidence says how a Helm release marks Installation default ("" when
+	// none does), and HelmRelease is that release's name when annotated.
+	HelmEvidence, HelmRelease string
 }
 
 // BlockUsage is an IPAM block affine to a node.
@@ -212,7 +215,7 @@ func SummarizeDaemonSet(ds *appsv1.DaemonSet) DaemonSetSummary {
 
 // Evaluate runs every check. It is pure, so each rule is table-tested.
 func Evaluate(in Inputs, spec v1alpha1.PreflightSpec) []v1alpha1.PreflightCheck {
-	checks := []v1alpha1.PreflightCheck{calicoAPI(in), kubernetesProvider(in), overlayInstallation(in)}
+	checks := []v1alpha1.PreflightCheck{calicoAPI(in), kubernetesProvider(in), overlayInstallation(in), helmManaged(in, spec)}
 	checks = append(checks, ipipPools(in), ipv6Pools(in), unencapsulatedPools(in))
 	if in.CalicoAPIServed {
 		checks = append(checks, foreignPools(in), vxlanSettings(in), bgpPeers(in, spec), serviceAdverts(in, spec))

@@ -254,6 +254,28 @@ func TestEvaluate(t *testing.T) {
 			in.APIServer.Detected = &detect.Endpoint{Host: "10.0.0.10", Port: "6443", Source: "kubeadm-config controlPlaneEndpoint"}
 			return in
 		}, v1alpha1.PreflightSpec{}, CheckAPIServer, v1alpha1.CheckPass, "10.0.0.10:6443 from kubeadm-config controlPlaneEndpoint"},
+		{"an Installation without Helm's marks passes", healthy, v1alpha1.PreflightSpec{}, CheckHelm, v1alpha1.CheckPass, "no mark of a Helm release"},
+		{"an Installation of the tigera-operator chart fails with the values", func() Inputs {
+			in := healthy()
+			in.HelmEvidence, in.HelmRelease = "annotation meta.helm.sh/release-name=calico", "calico"
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckHelm, v1alpha1.CheckFail,
+			"Installation default is rendered by calico (annotation meta.helm.sh/release-name=calico): the next helm upgrade puts back every " +
+				"field winready changes. Carry the same changes in the release's values (helm upgrade ... -f values.yaml):\n" +
+				"installation:\n  calicoNetwork:\n    bgp: Disabled\n    windowsDataplane: HNS\n    ipPools:  # keep each pool's other fields as they are\n" +
+				"    - name: default-ipv4-ippool\n      cidr: 172.20.0.0/16\n      encapsulation: VXLAN\n"},
+		{"an RKE2 Installation fails naming the HelmChartConfig", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.KubernetesProvider = operatorv1.ProviderRKE2
+			in.HelmEvidence, in.HelmRelease = `field manager "helm"`, ""
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckHelm, v1alpha1.CheckFail, "a HelmChartConfig named rke2-calico in kube-system"},
+		{"an acknowledged Helm release warns", func() Inputs {
+			in := healthy()
+			in.HelmEvidence, in.HelmRelease = "label app.kubernetes.io/managed-by=Helm", ""
+			return in
+		}, v1alpha1.PreflightSpec{Acknowledge: []v1alpha1.Acknowledgement{v1alpha1.AcknowledgeHelmManagedInstallation}},
+			CheckHelm, v1alpha1.CheckWarn, "(acknowledged)"},
 		{"OpenShift is refused", func() Inputs {
 			in := healthy()
 			in.Installation.Spec.KubernetesProvider = operatorv1.ProviderOpenShift
@@ -501,4 +523,25 @@ func quarterFull() Inputs {
 	}
 	in.Borrowed = map[string]int{"node-3": 1}
 	return in
+}
+
+func TestHelmOwnership(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		meta metav1.ObjectMeta
+		want string
+	}{
+		{"none", metav1.ObjectMeta{}, ""},
+		{"annotation", metav1.ObjectMeta{Annotations: map[string]string{"meta.helm.sh/release-name": "rke2-calico"}},
+			"annotation meta.helm.sh/release-name=rke2-calico"},
+		{"label", metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/managed-by": "Helm"}}, "label app.kubernetes.io/managed-by=Helm"},
+		{"field manager", metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, {Manager: "helm"}}}, `field manager "helm"`},
+		{"the operator's label is not Helm's", metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/managed-by": "tigera-operator"}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, _ := HelmOwnership(&operatorv1.Installation{ObjectMeta: tc.meta}); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

@@ -74,6 +74,13 @@ func (a CalicoAPI) Served() bool { return a.V3["ippools"] && a.V3["ipamconfigura
 // these objects are read once per preflight and not worth caching.
 func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.Installation) (Inputs, error) {
 	in := Inputs{Installation: inst}
+	// The cached Installation has no managedFields: Helm's field manager is
+	// read from the API server.
+	if full, err := calico.GetInstallation(ctx, r); err != nil {
+		return in, err
+	} else if full != nil {
+		in.HelmEvidence, in.HelmRelease = HelmOwnership(full)
+	}
 	overlay, err := calico.GetOverlay(ctx, r)
 	if err != nil {
 		return in, err
