@@ -43,8 +43,8 @@ const (
 	// CheckAffinityCapacity is the Linux nodes' address capacity once
 	// strictAffinity stops borrowing.
 	CheckAffinityCapacity = "StrictAffinityCapacity"
-	CheckKubeProxy      = "KubeProxyWindows"
-	CheckLinuxOnlyDS    = "LinuxOnlyDaemonSets"
+	CheckKubeProxy        = "KubeProxyWindows"
+	CheckLinuxOnlyDS      = "LinuxOnlyDaemonSets"
 )
 
 // Windows VXLAN limits: HNS only uses UDP 4789 and VNIs from 4096.
