@@ -156,7 +156,30 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 			"after strictAffinity, 2 Linux nodes hold no block with a free address (linux-1, linux-2) but only 0 blocks are free"),
 		Entry("a pool whose blocks are all held leaves no block for any Windows node", smallPool, fullPoolBlocks, nil,
 			preflight.CheckIPAMCapacity, v1alpha1.CheckFail, "no free block is left for any Windows node"),
+		Entry("a pool for LoadBalancer addresses", calicosim.MainCluster, func() []client.Object {
+			return []client.Object{&calicov3.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "lb"},
+				Spec: calicov3.IPPoolSpec{CIDR: "10.50.0.0/24", AllowedUses: []calicov3.IPPoolAllowedUse{calicov3.IPPoolAllowedUseLoadBalancer}}}}
+		}, nil, preflight.CheckLBPools, v1alpha1.CheckFail, "IP pools lb (10.50.0.0/24) serve LoadBalancer addresses"),
 	)
+
+	It("refuses the VPP dataplane, whose bgp the Tigera operator never lets go", func() {
+		seed(calicosim.MainCluster())
+		inst := installation()
+		base := inst.DeepCopy()
+		vpp := operatorv1.LinuxDataplaneVPP
+		inst.Spec.CalicoNetwork.LinuxDataplane = &vpp
+		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
+		before := calicoStateNow()
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Preflight.SkipNetworkProbe = true
+			wr.Spec.PodNetworkCheck.Disabled = true
+		})
+		Eventually(checkNamed(preflight.CheckDataplane)).Should(And(HaveField("Result", v1alpha1.CheckFail),
+			HaveField("Message", ContainSubstring("linuxDataplane is VPP"))))
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+		Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
+	})
 
 	It("refuses an Installation rendered by Helm until a person acknowledges it, then goes on", func() {
 		seed(calicosim.MainCluster())

@@ -32,6 +32,8 @@ const (
 	CheckBlockSize      = "PodsPerWindowsNode"
 	CheckKubeDNS        = "KubeDNS"
 	CheckProvider       = "KubernetesProvider"
+	CheckDataplane      = "LinuxDataplane"
+	CheckLBPools        = "LoadBalancerPools"
 	CheckOverlay        = "OverlayInstallation"
 	CheckNodePolicies   = "PoliciesOnNodeAddresses"
 	CheckBorrowed       = "BorrowedAddresses"
@@ -216,7 +218,7 @@ func SummarizeDaemonSet(ds *appsv1.DaemonSet) DaemonSetSummary {
 // Evaluate runs every check. It is pure, so each rule is table-tested.
 func Evaluate(in Inputs, spec v1alpha1.PreflightSpec) []v1alpha1.PreflightCheck {
 	checks := []v1alpha1.PreflightCheck{calicoAPI(in), kubernetesProvider(in), overlayInstallation(in), helmManaged(in, spec)}
-	checks = append(checks, ipipPools(in), ipv6Pools(in), unencapsulatedPools(in))
+	checks = append(checks, linuxDataplane(in), ipipPools(in), ipv6Pools(in), unencapsulatedPools(in), loadBalancerPools(in))
 	if in.CalicoAPIServed {
 		checks = append(checks, foreignPools(in), vxlanSettings(in), bgpPeers(in, spec), serviceAdverts(in, spec))
 	}
@@ -311,6 +313,49 @@ func overlayInstallation(in Inputs) v1alpha1.PreflightCheck {
 			"kubectl patch installation overlay --type merge -p '%s'", strings.Join(sets, ", "), patch)
 }
 
+// linuxDataplane refuses the VPP dataplane: the Tigera operator's validation
+// rejects bgp Disabled with it ("VPP requires BGP to be enabled").
+func linuxDataplane(in Inputs) v1alpha1.PreflightCheck {
+	dp := operatorv1.LinuxDataplaneIptables
+	if in.Installation != nil && in.Installation.Spec.CalicoNetwork != nil && in.Installation.Spec.CalicoNetwork.LinuxDataplane != nil {
+		dp = *in.Installation.Spec.CalicoNetwork.LinuxDataplane
+	}
+	if dp == operatorv1.LinuxDataplaneVPP {
+		return result(CheckDataplane, v1alpha1.CheckFail,
+			"the Installation's spec.calicoNetwork.linuxDataplane is VPP: the Tigera operator rejects bgp Disabled with it (\"VPP requires "+
+				"BGP to be enabled\") and renders nothing, so this cluster cannot take Windows nodes with Calico's VXLAN; move it to the "+
+				"Iptables, Nftables or BPF dataplane first")
+	}
+	return result(CheckDataplane, v1alpha1.CheckPass, "Linux dataplane %s", dp)
+}
+
+// loadBalancerPools fails on pools for LoadBalancer addresses: Calico's
+// IPPool validation keeps them unencapsulated, and their addresses reach the
+// network only over BGP, so BGP cannot be turned off while they exist.
+func loadBalancerPools(in Inputs) v1alpha1.PreflightCheck {
+	var lb []string
+	seen := map[string]bool{}
+	for _, p := range calico.IPPools(in.Installation) {
+		if slices.Contains(p.AllowedUses, operatorv1.IPPoolAllowedUseLoadBalancer) {
+			seen[p.Name] = true
+			lb = append(lb, fmt.Sprintf("%s (%s, in the Installation)", p.Name, p.CIDR))
+		}
+	}
+	for _, p := range in.Pools {
+		if !seen[p.Name] && slices.Contains(p.Spec.AllowedUses, calicov3.IPPoolAllowedUseLoadBalancer) {
+			lb = append(lb, fmt.Sprintf("%s (%s)", p.Name, p.Spec.CIDR))
+		}
+	}
+	if len(lb) == 0 {
+		return result(CheckLBPools, v1alpha1.CheckPass, "no IP pool serves LoadBalancer addresses")
+	}
+	return result(CheckLBPools, v1alpha1.CheckFail,
+		"IP pools %s serve LoadBalancer addresses: Calico keeps such pools unencapsulated (VXLAN is rejected for them) and "+
+			"advertises their addresses over BGP, so BGP cannot be turned off while they exist. Move those Services to another "+
+			"load balancer implementation and delete the pools (or remove them from the Installation's spec.calicoNetwork.ipPools), "+
+			"or keep this cluster on BGP without Windows nodes", boundedList(lb))
+}
+
 func ipipPools(in Inputs) v1alpha1.PreflightCheck {
 	var bad []string
 	for _, p := range calico.IPPools(in.Installation) {
@@ -353,6 +398,9 @@ func unencapsulatedPools(in Inputs) v1alpha1.PreflightCheck {
 	}
 	var bad []string
 	for _, p := range calico.IPPools(in.Installation) {
+		if slices.Contains(p.AllowedUses, operatorv1.IPPoolAllowedUseLoadBalancer) {
+			continue // LoadBalancerPools: they cannot take VXLAN
+		}
 		enc := p.Encapsulation
 		if enc == "" && !calico.IsIPv4(p.CIDR) {
 			enc = operatorv1.EncapsulationNone // the operator's default for IPv6 pools

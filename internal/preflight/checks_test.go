@@ -276,6 +276,30 @@ func TestEvaluate(t *testing.T) {
 			return in
 		}, v1alpha1.PreflightSpec{Acknowledge: []v1alpha1.Acknowledgement{v1alpha1.AcknowledgeHelmManagedInstallation}},
 			CheckHelm, v1alpha1.CheckWarn, "(acknowledged)"},
+		{"the VPP dataplane fails", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.CalicoNetwork.LinuxDataplane = ptr.To(operatorv1.LinuxDataplaneVPP)
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckDataplane, v1alpha1.CheckFail, `linuxDataplane is VPP: the Tigera operator rejects bgp Disabled with it ("VPP requires BGP to be enabled")`},
+		{"the iptables dataplane passes", healthy, v1alpha1.PreflightSpec{}, CheckDataplane, v1alpha1.CheckPass, "Linux dataplane Iptables"},
+		{"a LoadBalancer pool in the Installation fails without advising VXLAN", func() Inputs {
+			in := healthy()
+			in.Installation = installationWith(crossSubnet, operatorv1.IPPool{Name: "lb", CIDR: "10.50.0.0/24",
+				Encapsulation: operatorv1.EncapsulationNone, AllowedUses: []operatorv1.IPPoolAllowedUse{operatorv1.IPPoolAllowedUseLoadBalancer}})
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckLBPools, v1alpha1.CheckFail, "IP pools lb (10.50.0.0/24, in the Installation) serve LoadBalancer addresses"},
+		{"a LoadBalancer pool is left to its own check", func() Inputs {
+			in := healthy()
+			in.Installation = installationWith(crossSubnet, operatorv1.IPPool{Name: "lb", CIDR: "10.50.0.0/24",
+				Encapsulation: operatorv1.EncapsulationNone, AllowedUses: []operatorv1.IPPoolAllowedUse{operatorv1.IPPoolAllowedUseLoadBalancer}})
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckUnencapsulated, v1alpha1.CheckPass, "every Installation pool is encapsulated"},
+		{"a LoadBalancer IPPool outside the Installation fails", func() Inputs {
+			in := healthy()
+			in.Pools = []calicov3.IPPool{{ObjectMeta: metav1.ObjectMeta{Name: "metallb-like"}, Spec: calicov3.IPPoolSpec{CIDR: "10.60.0.0/24",
+				AllowedUses: []calicov3.IPPoolAllowedUse{calicov3.IPPoolAllowedUseLoadBalancer}}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckLBPools, v1alpha1.CheckFail, "IP pools metallb-like (10.60.0.0/24) serve LoadBalancer addresses"},
 		{"OpenShift is refused", func() Inputs {
 			in := healthy()
 			in.Installation.Spec.KubernetesProvider = operatorv1.ProviderOpenShift

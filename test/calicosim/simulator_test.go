@@ -210,6 +210,17 @@ var _ = Describe("the simulated Tigera operator", func() {
 			Expect(env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND")).To(Equal("bird"), "nothing is rendered")
 		})
 
+		It("rejects bgp Disabled with the VPP dataplane", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			patchInstallation(`[{"op":"add","path":"/spec/calicoNetwork/linuxDataplane","value":"VPP"},
+				{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
+			Eventually(func(g Gomega) {
+				c := condition(g, calicosim.StatusCalico, operatorv1.ComponentDegraded)
+				g.Expect(c.Message).To(Equal("Invalid Installation provided: VPP requires BGP to be enabled"))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+			Expect(env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND")).To(Equal("bird"), "nothing is rendered")
+		})
+
 		It("rejects windowsDataplane HNS without serviceCIDRs while the Windows controller waits for the ConfigMap", func() {
 			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
 			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`)
