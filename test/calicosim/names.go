@@ -80,7 +80,7 @@ const (
 	errWindowsEncapsulation    = "IPv4 IPPool encapsulation %s is not supported by Calico for Windows"
 	errIPIPNeedsBGP            = "with BIRD cluster routing mode, IPIP encapsulation requires that BGP is enabled"
 	errUnencapsulatedNeedsBGP  = "with BIRD cluster routing mode, unencapsulated IP pools require that BGP is enabled"
-	errVPPNeedsBGP            = "VPP requires BGP to be enabled"
+	errVPPNeedsBGP             = "VPP requires BGP to be enabled"
 	msgInstallationStatusEmpty = "InstallationStatus is empty"
 	msgVNIRead                 = "Error reading VXLANVNI from FelixConfiguration"
 	errVNIMissing              = "VXLANVNI not specified in FelixConfigurationSpec"
