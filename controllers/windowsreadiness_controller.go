@@ -112,6 +112,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		after := r.retries.next(r.retryBase(), r.retryMax())
 		log.FromContext(ctx).Info("reconcile failed, retrying", "error", err.Error(), "after", after)
 		p.retrying(err, after)
+		if apierrors.IsServiceUnavailable(err) {
+			// A 503 from projectcalico.org/v3 is the Calico API server down:
+			// its APIService says why, under a reason of its own.
+			p.calicoAPIServerDown(ctx, err, after)
+		}
 		err, result = nil, ctrl.Result{RequeueAfter: after}
 	default:
 		r.retries.reset()

@@ -47,6 +47,9 @@ const (
 	ReasonPreflightWarnings    = "ChecksPassedWithWarnings"
 	ReasonInstallationNotFound = "InstallationNotFound"
 	ReasonCalicoAPIUnavailable = "CalicoAPIUnavailable"
+	// ReasonCalicoAPIServerUnavailable: the aggregated Calico API server
+	// answers 503 (its APIService is not Available); it comes back by itself.
+	ReasonCalicoAPIServerUnavailable = "CalicoAPIServerUnavailable"
 	ReasonStepTimeout          = "StepTimeout"
 	ReasonDetectionFailed      = "DetectionFailed"
 	ReasonCalicoDegraded       = "CalicoDegraded"
@@ -92,7 +95,7 @@ const (
 // stall, and the package's tests fail on it.
 var catalogue = map[string]Effect{
 	ReasonProgressing: Waits, ReasonWaiting: Waits, ReasonRetrying: Waits, ReasonCalicoDegraded: Waits,
-	ReasonRollingBack: Waits,
+	ReasonRollingBack: Waits, ReasonCalicoAPIServerUnavailable: Waits,
 	ReasonPaused:      Holds, ReasonAwaitingApproval: Holds, ReasonDryRun: Holds,
 	ReasonConflictingManager: Stalls, ReasonPreflightFailed: Stalls, ReasonNetworkProbeFailed: Stalls,
 	ReasonInstallationNotFound: Stalls, ReasonCalicoAPIUnavailable: Stalls, ReasonStepTimeout: Stalls,
