@@ -50,15 +50,15 @@ const (
 	// ReasonCalicoAPIServerUnavailable: the aggregated Calico API server
 	// answers 503 (its APIService is not Available); it comes back by itself.
 	ReasonCalicoAPIServerUnavailable = "CalicoAPIServerUnavailable"
-	ReasonStepTimeout          = "StepTimeout"
-	ReasonDetectionFailed      = "DetectionFailed"
-	ReasonCalicoDegraded       = "CalicoDegraded"
-	ReasonCalicoHealthy        = "AllComponentsHealthy"
-	ReasonWindowsNodesPresent  = "WindowsNodesPresent"
-	ReasonNoWindowsNodes       = "NoWindowsNodes"
-	ReasonRollingBack          = "RollingBack"
-	ReasonAddress              = "Address"
-	ReasonHostname             = "Hostname"
+	ReasonStepTimeout                = "StepTimeout"
+	ReasonDetectionFailed            = "DetectionFailed"
+	ReasonCalicoDegraded             = "CalicoDegraded"
+	ReasonCalicoHealthy              = "AllComponentsHealthy"
+	ReasonWindowsNodesPresent        = "WindowsNodesPresent"
+	ReasonNoWindowsNodes             = "NoWindowsNodes"
+	ReasonRollingBack                = "RollingBack"
+	ReasonAddress                    = "Address"
+	ReasonHostname                   = "Hostname"
 	// ReasonRetrying: a read or write failed (a server error, a timeout, a
 	// denial); it is retried with a capped backoff, never turned into a stall.
 	ReasonRetrying = "RetryingAfterError"
@@ -96,7 +96,7 @@ const (
 var catalogue = map[string]Effect{
 	ReasonProgressing: Waits, ReasonWaiting: Waits, ReasonRetrying: Waits, ReasonCalicoDegraded: Waits,
 	ReasonRollingBack: Waits, ReasonCalicoAPIServerUnavailable: Waits,
-	ReasonPaused:      Holds, ReasonAwaitingApproval: Holds, ReasonDryRun: Holds,
+	ReasonPaused: Holds, ReasonAwaitingApproval: Holds, ReasonDryRun: Holds,
 	ReasonConflictingManager: Stalls, ReasonPreflightFailed: Stalls, ReasonNetworkProbeFailed: Stalls,
 	ReasonInstallationNotFound: Stalls, ReasonCalicoAPIUnavailable: Stalls, ReasonStepTimeout: Stalls,
 	ReasonDetectionFailed: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonPodNetworkCheckFailed: Stalls,
