@@ -13,6 +13,7 @@ package controllers
 // +kubebuilder:rbac:groups=operator.tigera.io,resources=installations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=operator.tigera.io,resources=installations,resourceNames=default,verbs=patch
 // +kubebuilder:rbac:groups=operator.tigera.io,resources=tigerastatuses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=operator.tigera.io,resources=imagesets,verbs=list
 // +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,resourceNames=v3.projectcalico.org,verbs=get
 // +kubebuilder:rbac:groups=projectcalico.org,resources=ipamconfigurations,verbs=create
 // +kubebuilder:rbac:groups=projectcalico.org,resources=ipamconfigurations,resourceNames=default,verbs=get;patch;delete

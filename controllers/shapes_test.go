@@ -156,6 +156,11 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 			"after strictAffinity, 2 Linux nodes hold no block with a free address (linux-1, linux-2) but only 0 blocks are free"),
 		Entry("a pool whose blocks are all held leaves no block for any Windows node", smallPool, fullPoolBlocks, nil,
 			preflight.CheckIPAMCapacity, v1alpha1.CheckFail, "no free block is left for any Windows node"),
+		Entry("an ImageSet without the Windows images", calicosim.MainCluster, func() []client.Object {
+			return []client.Object{&operatorv1.ImageSet{ObjectMeta: metav1.ObjectMeta{Name: "calico-v3.32.0"},
+				Spec: operatorv1.ImageSetSpec{Images: []operatorv1.Image{{Image: "calico/node", Digest: "sha256:1"}}}}}
+		}, nil, preflight.CheckImageSet, v1alpha1.CheckFail, "ImageSet calico-v3.32.0 pins the images of Calico v3.32.0 but lists no "+
+			"calico/cni-windows or calico/node-windows"),
 		Entry("a pool for LoadBalancer addresses", calicosim.MainCluster, func() []client.Object {
 			return []client.Object{&calicov3.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "lb"},
 				Spec: calicov3.IPPoolSpec{CIDR: "10.50.0.0/24", AllowedUses: []calicov3.IPPoolAllowedUse{calicov3.IPPoolAllowedUseLoadBalancer}}}}

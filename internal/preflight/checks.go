@@ -118,6 +118,8 @@ type Inputs struct {
 	ExpectedWindowsNodes *int32
 	// APIServer is where the address for calico-node comes from.
 	APIServer APIServerInputs
+	// ImageSets are every ImageSet in the cluster.
+	ImageSets []operatorv1.ImageSet
 	// HelmEvidence says how a Helm release marks Installation default ("" when
 	// none does), and HelmRelease is that release's name when annotated.
 	HelmEvidence, HelmRelease string
@@ -222,7 +224,7 @@ func Evaluate(in Inputs, spec v1alpha1.PreflightSpec) []v1alpha1.PreflightCheck 
 	if in.CalicoAPIServed {
 		checks = append(checks, foreignPools(in), vxlanSettings(in), bgpPeers(in, spec), serviceAdverts(in, spec))
 	}
-	checks = append(checks, apiServerAddress(in), blockSize(in), kubeDNS(in), nodePolicies(in), borrowed(in), calicoVersion(in))
+	checks = append(checks, apiServerAddress(in), imageSetWindows(in), blockSize(in), kubeDNS(in), nodePolicies(in), borrowed(in), calicoVersion(in))
 	// The first Windows node: Linux workers, addresses, kube-proxy, DaemonSets.
 	checks = append(checks, linuxWorkers(in))
 	if in.CalicoAPIServed {

@@ -300,6 +300,29 @@ func TestEvaluate(t *testing.T) {
 				AllowedUses: []calicov3.IPPoolAllowedUse{calicov3.IPPoolAllowedUseLoadBalancer}}}}
 			return in
 		}, v1alpha1.PreflightSpec{}, CheckLBPools, v1alpha1.CheckFail, "IP pools metallb-like (10.60.0.0/24) serve LoadBalancer addresses"},
+		{"an ImageSet without the Windows images fails, naming them", func() Inputs {
+			in := healthy()
+			in.Installation.Status.CalicoVersion, in.Installation.Status.Variant = "v3.32.0", operatorv1.Calico
+			in.ImageSets = []operatorv1.ImageSet{{ObjectMeta: metav1.ObjectMeta{Name: "calico-v3.32.0"},
+				Spec: operatorv1.ImageSetSpec{Images: []operatorv1.Image{{Image: "calico/node", Digest: "sha256:1"}, {Image: "calico/cni-windows", Digest: "sha256:2"}}}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckImageSet, v1alpha1.CheckFail,
+			"ImageSet calico-v3.32.0 pins the images of Calico v3.32.0 but lists no calico/node-windows: the Tigera operator's Windows controller " +
+				"resolves calico-node-windows through it and would stay Degraded (\"Error resolving ImageSet for components\") after BGP is off. " +
+				"Add to its spec.images {image: calico/node-windows, digest: sha256:<digest of calico/node-windows:v3.32.0>}"},
+		{"an ImageSet with the Windows images passes", func() Inputs {
+			in := healthy()
+			in.Installation.Status.CalicoVersion, in.Installation.Status.Variant = "v3.32.0", operatorv1.Calico
+			in.ImageSets = []operatorv1.ImageSet{{ObjectMeta: metav1.ObjectMeta{Name: "calico-v3.32.0"},
+				Spec: operatorv1.ImageSetSpec{Images: []operatorv1.Image{{Image: "calico/node-windows"}, {Image: "calico/cni-windows"}}}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckImageSet, v1alpha1.CheckPass, "ImageSet calico-v3.32.0 lists calico/cni-windows and calico/node-windows"},
+		{"an ImageSet for another version is not checked", func() Inputs {
+			in := healthy()
+			in.Installation.Status.CalicoVersion, in.Installation.Status.Variant = "v3.32.0", operatorv1.Calico
+			in.ImageSets = []operatorv1.ImageSet{{ObjectMeta: metav1.ObjectMeta{Name: "calico-v3.31.0"}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckImageSet, v1alpha1.CheckInfo, "no ImageSet named calico-v3.32.0"},
 		{"OpenShift is refused", func() Inputs {
 			in := healthy()
 			in.Installation.Spec.KubernetesProvider = operatorv1.ProviderOpenShift

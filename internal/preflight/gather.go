@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -107,6 +108,12 @@ func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.
 	if err := gatherDaemonSets(ctx, r, &in); err != nil {
 		return in, err
 	}
+	// An operator without the ImageSet CRD uses image tags.
+	sets := &operatorv1.ImageSetList{}
+	if err := r.List(ctx, sets); err != nil && !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
+		return in, fmt.Errorf("listing imagesets: %w", err)
+	}
+	in.ImageSets = sets.Items
 	if !in.CalicoAPIServed {
 		return in, nil
 	}

@@ -70,6 +70,7 @@ func deleteSeeded(ctx context.Context, c client.Client) (int, error) {
 		{&calicov3.IPPoolList{}, []client.ListOption{client.MatchingLabels{managedByLabel: managedByValue}}},
 		{&appsv1.DaemonSetList{}, []client.ListOption{client.InNamespace(calicoNamespace)}},
 		{&operatorv1.TigeraStatusList{}, nil},
+		{&operatorv1.ImageSetList{}, nil},
 		{&corev1.NodeList{}, nil},
 	}
 	for _, l := range lists {

@@ -352,6 +352,28 @@ var _ = Describe("the simulated Tigera operator", func() {
 			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
 		})
 
+		It("keeps calico-windows Degraded while the ImageSet of the running version lacks the Windows images", func() {
+			set := &operatorv1.ImageSet{ObjectMeta: metav1.ObjectMeta{Name: "calico-v3.32.0"},
+				Spec: operatorv1.ImageSetSpec{Images: []operatorv1.Image{{Image: "calico/node", Digest: "sha256:1"}}}}
+			Expect(k8s.Create(ctx, set)).To(Succeed())
+			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`)
+			Eventually(func(g Gomega) {
+				c := condition(g, calicosim.StatusCalicoWindows, operatorv1.ComponentDegraded)
+				g.Expect(c.Status).To(Equal(operatorv1.ConditionTrue))
+				g.Expect(c.Message).To(Equal("Error resolving ImageSet for components: invalid ImageSet: " +
+					"ImageSet did not contain image calico/cni-windows,ImageSet did not contain image calico/node-windows"))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+			Expect(k8s.Get(ctx, types.NamespacedName{Namespace: "calico-system", Name: "calico-node-windows"}, &appsv1.DaemonSet{})).
+				To(Satisfy(apierrors.IsNotFound), "nothing is rendered")
+
+			set.Spec.Images = append(set.Spec.Images, operatorv1.Image{Image: "calico/cni-windows", Digest: "sha256:2"},
+				operatorv1.Image{Image: "calico/node-windows", Digest: "sha256:3"})
+			Expect(k8s.Update(ctx, set)).To(Succeed())
+			Eventually(func() error {
+				return k8s.Get(ctx, types.NamespacedName{Namespace: "calico-system", Name: "calico-node-windows"}, &appsv1.DaemonSet{})
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed(), "the ImageSet's change wakes the Windows controller")
+		})
+
 		It("renders calico-node-windows and defaults spec.windowsNodes once windowsDataplane is HNS", func() {
 			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`)
 

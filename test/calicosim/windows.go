@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
@@ -44,6 +45,7 @@ func (r *windowsController) setup(mgr ctrl.Manager) error {
 		Watches(&corev1.Service{}, toInstallation, builder.WithPredicates(dnsServiceOfAnyProvider())).
 		Watches(&calicov3.IPAMConfiguration{}, toInstallation, builder.WithPredicates(named(ipamConfigName))).
 		Watches(&calicov3.FelixConfiguration{}, toInstallation, builder.WithPredicates(named(felixConfigName))).
+		Watches(&operatorv1.ImageSet{}, toInstallation).
 		WatchesRawSource(source.Channel(r.sim.windowsPokes, toInstallation)).
 		Complete(r)
 }
@@ -142,6 +144,13 @@ func (r *windowsController) reconcile(ctx context.Context, inst *operatorv1.Inst
 		r.status.setDegraded(operatorv1.ResourceReadError, msgVNIRead, errors.New(errVNIMissing))
 		return nil
 	}
+	if msg, err := r.sim.windowsImageSet(ctx); err != nil {
+		r.status.setDegraded(operatorv1.ResourceReadError, "Error getting ImageSet", err)
+		return err
+	} else if msg != "" {
+		r.status.setDegraded(operatorv1.ResourceValidationError, "Error resolving ImageSet for components", errors.New(msg))
+		return nil
+	}
 	if err := r.sim.applyDaemonSet(ctx, renderCalicoNodeWindows(&inst.Spec, ep, dns.Spec.ClusterIPs, *felix.Spec.VXLANVNI)); err != nil {
 		r.status.setDegraded(operatorv1.ResourceUpdateError, "Error creating / updating resource", err)
 		return err
@@ -175,4 +184,32 @@ func dnsServiceOfAnyProvider() predicate.Predicate {
 		}
 		return false
 	})
+}
+
+// windowsImageSet is imageset.GetImageSet and ResolveImages for calico-node-windows: once any ImageSet exists, the
+// one named calico-<version> must list the Windows images; "" when they resolve.
+func (s *Simulator) windowsImageSet(ctx context.Context) (string, error) {
+	list := &operatorv1.ImageSetList{}
+	if err := s.reader.List(ctx, list); err != nil {
+		return "", fmt.Errorf("failed to get imageset list: %s", err)
+	}
+	for _, is := range list.Items {
+		if is.Name != "calico-"+calicoVersion {
+			continue
+		}
+		var missing []string
+		for _, want := range []string{"calico/cni-windows", "calico/node-windows"} {
+			found := false
+			for _, img := range is.Spec.Images {
+				found = found || img.Image == want
+			}
+			if !found {
+				missing = append(missing, "ImageSet did not contain image "+want)
+			}
+		}
+		if len(missing) > 0 {
+			return "invalid ImageSet: " + strings.Join(missing, ","), nil
+		}
+	}
+	return "", nil
 }
