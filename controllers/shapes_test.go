@@ -186,6 +186,24 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 		Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
 	})
 
+	It("refuses host-local IPAM, with which the Tigera operator rejects VXLAN pools", func() {
+		seed(calicosim.MainCluster())
+		inst := installation()
+		base := inst.DeepCopy()
+		inst.Spec.CNI.IPAM = &operatorv1.IPAMSpec{Type: operatorv1.IPAMPluginHostLocal}
+		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
+		before := calicoStateNow()
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Preflight.SkipNetworkProbe = true
+			wr.Spec.PodNetworkCheck.Disabled = true
+		})
+		Eventually(checkNamed(preflight.CheckCNI)).Should(And(HaveField("Result", v1alpha1.CheckFail),
+			HaveField("Message", ContainSubstring("spec.cni.ipam.type is HostLocal"))))
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+		Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
+	})
+
 	It("refuses an Installation rendered by Helm until a person acknowledges it, then goes on", func() {
 		seed(calicosim.MainCluster())
 		inst := installation()

@@ -33,6 +33,7 @@ const (
 	CheckKubeDNS        = "KubeDNS"
 	CheckProvider       = "KubernetesProvider"
 	CheckDataplane      = "LinuxDataplane"
+	CheckCNI            = "CNIPlugin"
 	CheckLBPools        = "LoadBalancerPools"
 	CheckOverlay        = "OverlayInstallation"
 	CheckNodePolicies   = "PoliciesOnNodeAddresses"
@@ -220,7 +221,7 @@ func SummarizeDaemonSet(ds *appsv1.DaemonSet) DaemonSetSummary {
 // Evaluate runs every check. It is pure, so each rule is table-tested.
 func Evaluate(in Inputs, spec v1alpha1.PreflightSpec) []v1alpha1.PreflightCheck {
 	checks := []v1alpha1.PreflightCheck{calicoAPI(in), kubernetesProvider(in), overlayInstallation(in), helmManaged(in, spec)}
-	checks = append(checks, linuxDataplane(in), ipipPools(in), ipv6Pools(in), unencapsulatedPools(in), loadBalancerPools(in))
+	checks = append(checks, cniPlugin(in), linuxDataplane(in), ipipPools(in), ipv6Pools(in), unencapsulatedPools(in), loadBalancerPools(in))
 	if in.CalicoAPIServed {
 		checks = append(checks, foreignPools(in), vxlanSettings(in), bgpPeers(in, spec), serviceAdverts(in, spec))
 	}
@@ -313,6 +314,31 @@ func overlayInstallation(in Inputs) v1alpha1.PreflightCheck {
 			"what winready writes into default and the migration would wait for a change that never comes. Remove them from "+
 			"the overlay where it is managed (winready changes them in default, and restores them there on rollback), e.g. "+
 			"kubectl patch installation overlay --type merge -p '%s'", strings.Join(sets, ", "), patch)
+}
+
+// cniPlugin refuses what makes the Tigera operator reject VXLAN pools: a CNI
+// plugin other than Calico's ("... is invalid for ipPool.encapsulation when
+// using non-Calico CNI, should be None") or Calico CNI with host-local IPAM
+// ("VXLAN is invalid for ipPool.encapsulation with Calico CNI and HostLocal
+// IPAM"), both from its validation.go.
+func cniPlugin(in Inputs) v1alpha1.PreflightCheck {
+	if in.Installation == nil || in.Installation.Spec.CNI == nil {
+		return result(CheckCNI, v1alpha1.CheckPass, "spec.cni unset: the Tigera operator defaults it")
+	}
+	cni := in.Installation.Spec.CNI
+	if cni.Type != "" && cni.Type != operatorv1.PluginCalico {
+		return result(CheckCNI, v1alpha1.CheckFail,
+			"the Installation's spec.cni.type is %s: the Tigera operator accepts only encapsulation None and no BGP with a CNI "+
+				"other than Calico's, so pools cannot move to VXLAN; Windows nodes on this cluster follow that CNI's own Windows "+
+				"support, not this migration", cni.Type)
+	}
+	if cni.IPAM != nil && cni.IPAM.Type == operatorv1.IPAMPluginHostLocal {
+		return result(CheckCNI, v1alpha1.CheckFail,
+			"the Installation's spec.cni.ipam.type is HostLocal: the Tigera operator rejects VXLAN pools with it (\"VXLAN is invalid "+
+				"for ipPool.encapsulation with Calico CNI and HostLocal IPAM\"), and Windows nodes need Calico IPAM and strictAffinity; "+
+				"moving to Calico IPAM is a reinstall of the pod network, outside this migration")
+	}
+	return result(CheckCNI, v1alpha1.CheckPass, "Calico CNI with Calico IPAM")
 }
 
 // linuxDataplane refuses the VPP dataplane: the Tigera operator's validation

@@ -323,6 +323,21 @@ func TestEvaluate(t *testing.T) {
 			in.ImageSets = []operatorv1.ImageSet{{ObjectMeta: metav1.ObjectMeta{Name: "calico-v3.31.0"}}}
 			return in
 		}, v1alpha1.PreflightSpec{}, CheckImageSet, v1alpha1.CheckInfo, "no ImageSet named calico-v3.32.0"},
+		{"host-local IPAM fails", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.CNI = &operatorv1.CNISpec{Type: operatorv1.PluginCalico, IPAM: &operatorv1.IPAMSpec{Type: operatorv1.IPAMPluginHostLocal}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckCNI, v1alpha1.CheckFail, "spec.cni.ipam.type is HostLocal: the Tigera operator rejects VXLAN pools with it"},
+		{"another CNI plugin fails", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.CNI = &operatorv1.CNISpec{Type: operatorv1.PluginAmazonVPC}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckCNI, v1alpha1.CheckFail, "spec.cni.type is AmazonVPC"},
+		{"Calico CNI and IPAM pass", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.CNI = &operatorv1.CNISpec{Type: operatorv1.PluginCalico, IPAM: &operatorv1.IPAMSpec{Type: operatorv1.IPAMPluginCalico}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckCNI, v1alpha1.CheckPass, "Calico CNI with Calico IPAM"},
 		{"OpenShift is refused", func() Inputs {
 			in := healthy()
 			in.Installation.Spec.KubernetesProvider = operatorv1.ProviderOpenShift
