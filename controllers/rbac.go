@@ -31,6 +31,7 @@ package controllers
 // +kubebuilder:rbac:groups="",namespace=tigera-operator,resources=configmaps,resourceNames=kubernetes-services-endpoint,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,verbs=create
 // +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,resourceNames=winready-originals,verbs=get;delete
+// +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,resourceNames=kube-root-ca.crt,verbs=get
 // +kubebuilder:rbac:groups=apps,namespace=winready-probe,resources=daemonsets,verbs=create
 // +kubebuilder:rbac:groups=apps,namespace=winready-probe,resources=daemonsets,resourceNames=winready-probe,verbs=delete
 // +kubebuilder:rbac:groups="",namespace=winready-probe,resources=configmaps,verbs=create;list;watch;deletecollection

@@ -122,6 +122,7 @@ var managerMay = []access{
 	{"tigera-operator", "delete", "", "configmaps", "kubernetes-services-endpoint"},
 	{"winready-system", "create", "", "configmaps", ""},
 	{"winready-system", "get", "", "configmaps", "winready-originals"},
+	{"winready-system", "get", "", "configmaps", "kube-root-ca.crt"},
 	{"winready-system", "delete", "", "configmaps", "winready-originals"},
 	{"winready-system", "create", "coordination.k8s.io", "leases", ""},
 	{"winready-system", "update", "coordination.k8s.io", "leases", "winready.winready.io"},

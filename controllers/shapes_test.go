@@ -1,6 +1,9 @@
 package controllers_test
 
 import (
+	"net"
+	"net/url"
+	"strconv"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
@@ -202,6 +206,40 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 			HaveField("Message", ContainSubstring("spec.cni.ipam.type is HostLocal"))))
 		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
 		Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
+	})
+
+	It("refuses an API server address that fails the TLS check against the cluster CA, and goes on with one that passes", func() {
+		seed(calicosim.MainCluster())
+		rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "kube-root-ca.crt"},
+			Data: map[string]string{"ca.crt": string(cfg.CAData)}}
+		Expect(k8s.Create(ctx, rootCA)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, rootCA))).To(Succeed()) })
+		before := calicoStateNow()
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Preflight.SkipNetworkProbe = true
+			wr.Spec.PodNetworkCheck.Disabled = true
+		})
+		By("refusing kubeadm's controlPlaneEndpoint, which no API server of this cluster answers")
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonAPIServerUnproven))
+		Expect(getWR().Status.Message).To(And(ContainSubstring("the API server address 10.0.0.10:6443 (serviceCIDRs from ServiceCIDR objects; "+
+			"API server from kubeadm-config controlPlaneEndpoint) failed the TLS check against the cluster CA"), ContainSubstring("set spec.apiServer")))
+		Expect(getWR().Status.Originals).To(BeNil())
+		Expect(calicoStateNow()).To(Equal(before), "nothing is written before the address is proven")
+
+		By("going on with this cluster's API server, whose certificate the cluster CA signs")
+		u, err := url.Parse(cfg.Host)
+		Expect(err).NotTo(HaveOccurred())
+		host, port, err := net.SplitHostPort(u.Host)
+		Expect(err).NotTo(HaveOccurred())
+		portNumber, err := strconv.Atoi(port)
+		Expect(err).NotTo(HaveOccurred())
+		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: host, Port: int32(portNumber)}
+		})
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(condition(conditions.DirectAPIServerAddress)().Message).To(ContainSubstring("its TLS certificate is verified against the cluster CA"))
+		Expect(servicesEndpoint().Data).To(HaveKeyWithValue(calico.ServiceHostKey, host))
 	})
 
 	It("refuses an Installation rendered by Helm until a person acknowledges it, then goes on", func() {

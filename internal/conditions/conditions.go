@@ -52,13 +52,16 @@ const (
 	ReasonCalicoAPIServerUnavailable = "CalicoAPIServerUnavailable"
 	ReasonStepTimeout                = "StepTimeout"
 	ReasonDetectionFailed            = "DetectionFailed"
-	ReasonCalicoDegraded             = "CalicoDegraded"
-	ReasonCalicoHealthy              = "AllComponentsHealthy"
-	ReasonWindowsNodesPresent        = "WindowsNodesPresent"
-	ReasonNoWindowsNodes             = "NoWindowsNodes"
-	ReasonRollingBack                = "RollingBack"
-	ReasonAddress                    = "Address"
-	ReasonHostname                   = "Hostname"
+	// ReasonAPIServerUnproven: the address to write for calico-node failed
+	// the TLS check against the cluster CA.
+	ReasonAPIServerUnproven   = "APIServerAddressUnproven"
+	ReasonCalicoDegraded      = "CalicoDegraded"
+	ReasonCalicoHealthy       = "AllComponentsHealthy"
+	ReasonWindowsNodesPresent = "WindowsNodesPresent"
+	ReasonNoWindowsNodes      = "NoWindowsNodes"
+	ReasonRollingBack         = "RollingBack"
+	ReasonAddress             = "Address"
+	ReasonHostname            = "Hostname"
 	// ReasonRetrying: a read or write failed (a server error, a timeout, a
 	// denial); it is retried with a capped backoff, never turned into a stall.
 	ReasonRetrying = "RetryingAfterError"
@@ -100,8 +103,8 @@ var catalogue = map[string]Effect{
 	ReasonConflictingManager: Stalls, ReasonPreflightFailed: Stalls, ReasonNetworkProbeFailed: Stalls,
 	ReasonInstallationNotFound: Stalls, ReasonCalicoAPIUnavailable: Stalls, ReasonStepTimeout: Stalls,
 	ReasonDetectionFailed: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonPodNetworkCheckFailed: Stalls,
-	ReasonMaxUnavailableTooHigh: Stalls,
-	ReasonMigrated:              Informs, ReasonRolledBack: Informs, ReasonNothingToRollBack: Informs,
+	ReasonMaxUnavailableTooHigh: Stalls, ReasonAPIServerUnproven: Stalls,
+	ReasonMigrated: Informs, ReasonRolledBack: Informs, ReasonNothingToRollBack: Informs,
 	ReasonPreflightPassed: Informs, ReasonPreflightWarnings: Informs, ReasonCalicoHealthy: Informs,
 	ReasonNoWindowsNodes: Informs, ReasonAddress: Informs, ReasonHostname: Informs,
 	ReasonOriginalsMismatch: Informs, ReasonRecorded: Informs, ReasonRestoredRecord: Informs,
