@@ -844,7 +844,8 @@ func affinityCapacity(in Inputs) v1alpha1.PreflightCheck {
 		return result(CheckAffinityCapacity, v1alpha1.CheckFail,
 			"after strictAffinity, %d Linux nodes hold no block with a free address (%s) but only %d blocks are free in the pools "+
 				"that serve them (%s): without borrowing, new pods on %d of them would get no address. Add a larger or an "+
-				"additional IPv4 pool (encapsulation VXLAN) to the Installation's spec.calicoNetwork.ipPools; restarting pods frees no block",
+				"additional IPv4 pool (encapsulation VXLAN) to the Installation's spec.calicoNetwork.ipPools, inside the cluster's pod network "+
+				"(on kubeadm the Tigera operator refuses pools outside kubeadm-config's podSubnet); restarting pods frees no block",
 			len(needing), boundedList(needing), free, detail, int64(len(needing))-free)
 	}
 	return result(CheckAffinityCapacity, v1alpha1.CheckPass,
@@ -890,7 +891,8 @@ func windowsIPAMCapacity(in Inputs) v1alpha1.PreflightCheck {
 		return result(CheckIPAMCapacity, v1alpha1.CheckFail,
 			"no free block is left for any Windows node (%s): with strictAffinity a Windows node needs a free block of its own and "+
 				"never borrows. Add a larger or an additional IPv4 pool (encapsulation VXLAN) that may serve Windows nodes to the "+
-				"Installation's spec.calicoNetwork.ipPools", detail)
+				"Installation's spec.calicoNetwork.ipPools, inside the cluster's pod network (on kubeadm the Tigera operator refuses pools "+
+				"outside kubeadm-config's podSubnet)", detail)
 	}
 	if in.ExpectedWindowsNodes == nil {
 		return result(CheckIPAMCapacity, v1alpha1.CheckInfo,
