@@ -289,6 +289,30 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 			"the wait carries calico-windows' Degraded message")
 		Expect(getWR().Status.Message).To(ContainSubstring("kube-dns service not found"))
 	})
+
+	It("names an overlay written after the preflight while a step waits for what it overrides", func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Preflight.SkipNetworkProbe = true
+			wr.Spec.PodNetworkCheck.Disabled = true
+			wr.Spec.RequireApproval = true
+		})
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseAwaitingApproval))
+		bgp := operatorv1.BGPEnabled
+		overlay := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: "overlay"},
+			Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: &bgp}}}
+		Expect(k8s.Create(ctx, overlay)).To(Succeed())
+		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepEncapsulation, v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}
+		})
+		Eventually(func() string { return condition(conditions.Reconciling)().Message }).Should(And(
+			ContainSubstring("(BGP): waiting for"),
+			ContainSubstring("Installation overlay sets spec.calicoNetwork.bgp: Enabled, which wins over Installation default; remove it from the overlay")))
+
+		Expect(k8s.Delete(ctx, overlay)).To(Succeed())
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady), "without the overlay the operator renders default's bgp")
+	})
 })
 
 func noObjects() []client.Object { return nil }
