@@ -146,7 +146,7 @@ var _ = Describe("The WindowsReadiness API", func() {
 		}, "spec.preflight.extraTargets[0]", "must be an IPv4 address"),
 		Entry("an unknown acknowledgement", func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Preflight.Acknowledge = []v1alpha1.Acknowledgement{"Everything"}
-		}, "spec.preflight.acknowledge[0]", `supported values: "BGPPeers", "ServiceAdvertisement"`),
+		}, "spec.preflight.acknowledge[0]", `supported values: "BGPPeers", "ServiceAdvertisement", "HelmManagedInstallation"`),
 		Entry("an unknown gate mode", func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.WindowsNodeGate = "Maybe"
 		}, "spec.windowsNodeGate", `supported values: "Enabled", "Disabled"`),

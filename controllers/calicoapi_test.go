@@ -5,6 +5,7 @@ import (
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/tigera/operator/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -57,5 +58,45 @@ var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
 		after := &operatorv1.Installation{}
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(inst), after)).To(Succeed())
 		Expect(after.Generation).To(Equal(inst.Generation), "the Installation is untouched")
+	})
+
+	It("says the Calico API server is down, in its APIService's words, while projectcalico.org/v3 answers 503", func() {
+		// A control plane of its own whose projectcalico.org/v3 is an
+		// aggregated API server that is not running.
+		env := &envtest.Environment{CRDDirectoryPaths: crdPaths(false), ErrorIfCRDPathMissing: true}
+		restCfg, err := env.Start()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(env.Stop)
+		c, err := client.New(restCfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		apiService := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+			"metadata": map[string]any{"name": "v3.projectcalico.org"},
+			"spec": map[string]any{"group": "projectcalico.org", "version": "v3", "groupPriorityMinimum": int64(1500),
+				"versionPriority": int64(200), "insecureSkipTLSVerify": true,
+				"service": map[string]any{"namespace": "calico-apiserver", "name": "calico-api", "port": int64(443)}},
+		}}
+		Expect(c.Create(ctx, apiService)).To(Succeed())
+		inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName},
+			Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: ptr.To(operatorv1.BGPEnabled)}}}
+		Expect(c.Create(ctx, inst)).To(Succeed())
+		op := startOperatorOn(restCfg, nil, nil)
+		DeferCleanup(op.stop)
+		Expect(c.Create(ctx, &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}})).To(Succeed())
+
+		reconciling := func() metav1.Condition {
+			wr := &v1alpha1.WindowsReadiness{}
+			Expect(c.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr)).To(Succeed())
+			for _, cond := range wr.Status.Conditions {
+				if cond.Type == conditions.Reconciling {
+					return cond
+				}
+			}
+			return metav1.Condition{}
+		}
+		Eventually(reconciling).Should(And(HaveField("Reason", conditions.ReasonCalicoAPIServerUnavailable),
+			HaveField("Message", ContainSubstring("the Calico API server is unavailable: APIService v3.projectcalico.org is not Available (ServiceNotFound")),
+			HaveField("Message", ContainSubstring("Check TigeraStatus apiserver"))))
+		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty())
 	})
 })

@@ -11,8 +11,10 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -206,6 +208,13 @@ func (p *pass) preflight(ctx context.Context, inst *operatorv1.Installation) (bo
 	if wn := p.wr.Spec.WindowsNodes; wn != nil {
 		in.ExpectedWindowsNodes = wn.Expected
 	}
+	existing, err := calico.GetServicesEndpoint(ctx, p.r.Client)
+	if err != nil {
+		return false, err
+	}
+	if in.APIServer, err = preflight.GatherAPIServer(ctx, p.r.APIReader, p.wr.Spec.APIServer, existing); err != nil {
+		return false, err
+	}
 	checks := preflight.Evaluate(in, p.wr.Spec.Preflight)
 	now := metav1.NewTime(p.r.Clock.Now())
 	var probe *v1alpha1.ProbeStatus
@@ -275,17 +284,60 @@ func (p *pass) resolveTargets(ctx context.Context, inst *operatorv1.Installation
 	if err != nil {
 		return false, err
 	}
+	proven, err := p.proveAPIServer(ctx, t, existing)
+	if err != nil || proven == nil {
+		return false, err
+	}
 	t.Generation = p.wr.Generation
 	p.wr.Status.Targets = t
 
 	if (detect.Endpoint{Host: t.APIServerHost}).IsAddress() {
 		p.set(conditions.DirectAPIServerAddress, metav1.ConditionTrue, conditions.ReasonAddress,
-			fmt.Sprintf("calico-node will reach the API server at %s:%s", t.APIServerHost, t.APIServerPort))
+			fmt.Sprintf("calico-node will reach the API server at %s:%s%s", t.APIServerHost, t.APIServerPort, *proven))
 	} else {
 		p.set(conditions.DirectAPIServerAddress, metav1.ConditionFalse, conditions.ReasonHostname,
-			fmt.Sprintf("%s is a DNS name: a fresh Calico install can deadlock waiting for DNS (tigera/operator#3615); prefer an address in spec.apiServer.host", t.APIServerHost))
+			fmt.Sprintf("%s is a DNS name: a fresh Calico install can deadlock waiting for DNS (tigera/operator#3615); prefer an address in spec.apiServer.host%s", t.APIServerHost, *proven))
 	}
 	return true, nil
+}
+
+// proveAPIServer proves the address winready is about to write into the
+// services endpoint ConfigMap with a TLS handshake verified against the
+// cluster CA (ConfigMap kube-root-ca.crt in winready's namespace) for that
+// host, so that a typo, another cluster's endpoint or a hostile edit of the
+// spec never reaches calico-node on every node. An address the ConfigMap
+// already holds is not written and not proven. It returns what to add to the
+// DirectAPIServerAddress message, or nil after stalling on an address that
+// failed.
+func (p *pass) proveAPIServer(ctx context.Context, t *v1alpha1.Targets, existing *corev1.ConfigMap) (*string, error) {
+	note := ""
+	if existing != nil && existing.Data[calico.ServiceHostKey] == t.APIServerHost && existing.Data[calico.ServicePortKey] == t.APIServerPort {
+		return &note, nil
+	}
+	ca := &corev1.ConfigMap{}
+	err := p.r.APIReader.Get(ctx, client.ObjectKey{Namespace: p.r.Namespace, Name: detect.RootCAConfigMap}, ca)
+	switch {
+	case apierrors.IsNotFound(err) || err == nil && ca.Data[detect.RootCAKey] == "":
+		// Kubernetes publishes it in every namespace; without it there is
+		// nothing to verify against, and the condition says so.
+		note = fmt.Sprintf(" (not proven: ConfigMap %s/%s holds no cluster CA)", p.r.Namespace, detect.RootCAConfigMap)
+		return &note, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the cluster CA: %w", err)
+	}
+	if err := detect.Prove(ctx, t.APIServerHost, t.APIServerPort, []byte(ca.Data[detect.RootCAKey])); err != nil {
+		msg := fmt.Sprintf("the API server address %s:%s (%s) failed the TLS check against the cluster CA (ConfigMap %s/%s): %v. "+
+			"Nothing was changed; set spec.apiServer to an address of this cluster's API server whose serving certificate the "+
+			"cluster CA signs for that host", t.APIServerHost, t.APIServerPort, t.Source, p.r.Namespace, detect.RootCAConfigMap, err)
+		p.set(conditions.DirectAPIServerAddress, metav1.ConditionFalse, conditions.ReasonAPIServerUnproven, msg)
+		if !p.alreadyStalled(conditions.ReasonAPIServerUnproven) {
+			p.event(corev1.EventTypeWarning, conditions.ReasonAPIServerUnproven, "Detect", "%s", msg)
+		}
+		p.stall(conditions.ReasonAPIServerUnproven, msg)
+		return nil, nil
+	}
+	note = "; its TLS certificate is verified against the cluster CA"
+	return &note, nil
 }
 
 func targetsOf(t *v1alpha1.Targets) phase.Targets {

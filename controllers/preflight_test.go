@@ -130,9 +130,10 @@ var _ = Describe("The preflight on seeded Calico objects", func() {
 			"3 schedulable Linux workers run CoreDNS, the Tigera operator and Typha: linux-0, linux-1, linux-2"),
 		Entry("without an expected count the capacity is information", func() []client.Object { return nil },
 			nil, preflight.CheckIPAMCapacity, v1alpha1.CheckInfo,
-			"default-ipv4-ippool (172.20.0.0/16): 1024 of 1024 blocks free, 60 pods per Windows node); set spec.windowsNodes.expected to check"),
+			"default-ipv4-ippool (172.20.0.0/16): 1024 of 1024 blocks free, 60 pods per Windows node; 3 of the shared blocks go to Linux nodes "+
+				"that need one (StrictAffinityCapacity)); set spec.windowsNodes.expected to check"),
 		Entry("more expected Windows nodes than free blocks fail", func() []client.Object { return nil },
-			nil, preflight.CheckIPAMCapacity, v1alpha1.CheckFail, "spec.windowsNodes.expected is 5000 but only 1024 blocks are free in total",
+			nil, preflight.CheckIPAMCapacity, v1alpha1.CheckFail, "spec.windowsNodes.expected is 5000 but only 1021 blocks are free in total",
 			func(wr *v1alpha1.WindowsReadiness) {
 				wr.Spec.WindowsNodes = &v1alpha1.WindowsNodesSpec{Expected: ptr.To[int32](5000)}
 			}),

@@ -13,6 +13,8 @@ package controllers
 // +kubebuilder:rbac:groups=operator.tigera.io,resources=installations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=operator.tigera.io,resources=installations,resourceNames=default,verbs=patch
 // +kubebuilder:rbac:groups=operator.tigera.io,resources=tigerastatuses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=operator.tigera.io,resources=imagesets,verbs=list
+// +kubebuilder:rbac:groups=apiregistration.k8s.io,resources=apiservices,resourceNames=v3.projectcalico.org,verbs=get
 // +kubebuilder:rbac:groups=projectcalico.org,resources=ipamconfigurations,verbs=create
 // +kubebuilder:rbac:groups=projectcalico.org,resources=ipamconfigurations,resourceNames=default,verbs=get;patch;delete
 // +kubebuilder:rbac:groups=projectcalico.org,resources=ippools;felixconfigurations;bgpconfigurations,verbs=get
@@ -30,11 +32,12 @@ package controllers
 // +kubebuilder:rbac:groups="",namespace=tigera-operator,resources=configmaps,resourceNames=kubernetes-services-endpoint,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,verbs=create
 // +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,resourceNames=winready-originals,verbs=get;delete
+// +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,resourceNames=kube-root-ca.crt,verbs=get
 // +kubebuilder:rbac:groups=apps,namespace=winready-probe,resources=daemonsets,verbs=create
 // +kubebuilder:rbac:groups=apps,namespace=winready-probe,resources=daemonsets,resourceNames=winready-probe,verbs=delete
 // +kubebuilder:rbac:groups="",namespace=winready-probe,resources=configmaps,verbs=create;list;watch;deletecollection
 // +kubebuilder:rbac:groups="",namespace=winready-probe,resources=configmaps,resourceNames=winready-probe,verbs=get;delete
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kubeadm-config,verbs=get
-// +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns,verbs=get
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns;rke2-coredns-rke2-coredns,verbs=get
 // +kubebuilder:rbac:groups="",namespace=kube-public,resources=configmaps,resourceNames=cluster-info,verbs=get
 // +kubebuilder:rbac:groups="",namespace=calico-system,resources=pods,verbs=get;list;watch

@@ -1,12 +1,14 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 )
 
@@ -58,5 +60,22 @@ func (p *pass) retrying(err error, after time.Duration) {
 	p.set(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonRetrying, "")
 	p.set(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonRetrying, msg)
 	p.set(conditions.Ready, metav1.ConditionFalse, conditions.ReasonRetrying, msg)
+	p.wr.Status.Message = msg
+}
+
+// calicoAPIServerDown replaces a generic retry with the Calico API server's
+// own reason when its APIService is not Available: a 503 from
+// projectcalico.org/v3 then means that server is down, not the cluster.
+func (p *pass) calicoAPIServerDown(ctx context.Context, err error, after time.Duration) {
+	why, rerr := calico.APIServiceUnavailable(ctx, p.r.APIReader)
+	if rerr != nil || why == "" {
+		return
+	}
+	at := p.r.Clock.Now().Add(after)
+	msg := bounded(fmt.Sprintf("the Calico API server is unavailable: %s; projectcalico.org/v3 answers %v. Check TigeraStatus "+
+		"apiserver and the calico-apiserver pods; retrying at %s (attempt %d)", why, err, at.UTC().Format(time.RFC3339), p.r.retries.attempts()))
+	p.set(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonCalicoAPIServerUnavailable, "")
+	p.set(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonCalicoAPIServerUnavailable, msg)
+	p.set(conditions.Ready, metav1.ConditionFalse, conditions.ReasonCalicoAPIServerUnavailable, msg)
 	p.wr.Status.Message = msg
 }

@@ -99,6 +99,8 @@ var managerMay = []access{
 	{"", "watch", "operator.tigera.io", "installations", ""},
 	{"", "patch", "operator.tigera.io", "installations", "default"},
 	{"", "watch", "operator.tigera.io", "tigerastatuses", ""},
+	{"", "get", "apiregistration.k8s.io", "apiservices", "v3.projectcalico.org"},
+	{"", "list", "operator.tigera.io", "imagesets", ""},
 	{"", "create", "projectcalico.org", "ipamconfigurations", ""},
 	{"", "patch", "projectcalico.org", "ipamconfigurations", "default"},
 	{"", "delete", "projectcalico.org", "ipamconfigurations", "default"},
@@ -121,6 +123,7 @@ var managerMay = []access{
 	{"tigera-operator", "delete", "", "configmaps", "kubernetes-services-endpoint"},
 	{"winready-system", "create", "", "configmaps", ""},
 	{"winready-system", "get", "", "configmaps", "winready-originals"},
+	{"winready-system", "get", "", "configmaps", "kube-root-ca.crt"},
 	{"winready-system", "delete", "", "configmaps", "winready-originals"},
 	{"winready-system", "create", "coordination.k8s.io", "leases", ""},
 	{"winready-system", "update", "coordination.k8s.io", "leases", "winready.winready.io"},
@@ -141,6 +144,7 @@ var managerMay = []access{
 	{"winready-probe", "delete", "", "configmaps", "winready-podcheck"},
 	{"kube-system", "get", "", "configmaps", "kubeadm-config"},
 	{"kube-system", "get", "", "services", "kube-dns"},
+	{"kube-system", "get", "", "services", "rke2-coredns-rke2-coredns"},
 	{"kube-public", "get", "", "configmaps", "cluster-info"},
 }
 
@@ -155,6 +159,8 @@ var managerMayNot = []access{
 	{"", "patch", "winready.io", "windowsreadinesses/status", "other"},
 	{"", "patch", "operator.tigera.io", "installations", "other"},
 	{"", "delete", "operator.tigera.io", "installations", "default"},
+	{"", "get", "apiregistration.k8s.io", "apiservices", "v1.apps"},
+	{"", "delete", "operator.tigera.io", "imagesets", "calico-v3.32.0"},
 	{"", "delete", "projectcalico.org", "ipamconfigurations", "other"},
 	{"", "patch", "projectcalico.org", "ippools", "default-ipv4-ippool"},
 	{"", "patch", "", "nodes", "linux-0"},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -239,6 +240,11 @@ func (p *pass) wait(ctx context.Context, name v1alpha1.StepName, msg string) ctr
 	if pace := p.followRollout(now); pace != "" {
 		msg += "; " + pace
 	}
+	// After the progress bookkeeping: the operator rewording its Degraded
+	// message is not progress of the step.
+	if says := p.operatorSays(msg); says != "" {
+		msg += "; " + says
+	}
 	deadline := p.stepDeadline()
 	idle := now.Sub(step.LastProgressAt.Time)
 	if idle >= deadline {
@@ -461,23 +467,67 @@ func (p *pass) targetDigest(name v1alpha1.StepName, dir v1alpha1.Direction) stri
 // observeCalicoHealth reads TigeraStatus calico and ippools once per pass:
 // it keeps CalicoHealthy current, waits included, and remembers the first
 // Degraded one for calicoBlocked, which refines the message when it decides
-// on a change.
-func (p *pass) observeCalicoHealth(ctx context.Context) error {
-	p.degraded = nil
+// on a change. Every Degraded one, calico-windows included once Windows is
+// on, is kept for the message of a wait (operatorSays).
+func (p *pass) observeCalicoHealth(ctx context.Context, inst *operatorv1.Installation) error {
+	p.degraded, p.operatorDegraded = nil, nil
+	overlay, err := calico.GetOverlay(ctx, p.r.Client)
+	if err != nil {
+		return err
+	}
+	// An overlay written after the preflight wins over what the steps write:
+	// a wait then names it, since the operator reports nothing Degraded.
+	p.overlayConflicts = calico.OverlayConflicts(overlay)
 	for _, name := range []string{calico.StatusCalico, calico.StatusIPPools} {
 		h, err := calico.ReadHealth(ctx, p.r.Client, name)
 		if err != nil {
 			return err
 		}
 		if h.Degraded {
-			p.degraded = &h
-			if c := meta.FindStatusCondition(p.wr.Status.Conditions, conditions.CalicoHealthy); c == nil || c.Status != metav1.ConditionFalse {
-				p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded,
-					fmt.Sprintf("TigeraStatus %s is Degraded (%s)", name, h.Message))
-			}
-			return nil
+			p.operatorDegraded = append(p.operatorDegraded, h)
 		}
+	}
+	// calico-windows keeps its last status when Windows is turned off: only
+	// while the Installation asks for HNS does it speak for the cluster.
+	if calico.Deref(calico.WindowsDataplane(inst)) == string(operatorv1.WindowsDataplaneHNS) {
+		h, err := calico.ReadHealth(ctx, p.r.Client, calico.StatusCalicoWindows)
+		if err != nil {
+			return err
+		}
+		if h.Degraded {
+			p.operatorDegraded = append(p.operatorDegraded, h)
+		}
+	}
+	for i := range p.operatorDegraded {
+		h := p.operatorDegraded[i]
+		if h.Name == calico.StatusCalicoWindows {
+			break
+		}
+		p.degraded = &h
+		if c := meta.FindStatusCondition(p.wr.Status.Conditions, conditions.CalicoHealthy); c == nil || c.Status != metav1.ConditionFalse {
+			p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded,
+				fmt.Sprintf("TigeraStatus %s is Degraded (%s)", h.Name, h.Message))
+		}
+		return nil
 	}
 	p.set(conditions.CalicoHealthy, metav1.ConditionTrue, conditions.ReasonCalicoHealthy, "no TigeraStatus is Degraded")
 	return nil
+}
+
+// operatorSays is the Tigera operator's own reason for a wait: the Degraded
+// message of TigeraStatus calico, ippools and (once Windows is on)
+// calico-windows, each one not already in msg, and the overlay's fields that
+// win over Installation default; "" when there is none.
+func (p *pass) operatorSays(msg string) string {
+	var parts []string
+	for _, f := range p.overlayConflicts {
+		parts = append(parts, fmt.Sprintf("Installation overlay sets spec.%s: %s, which wins over Installation default; remove it from the overlay", f.Path, f.Value))
+	}
+	for _, h := range p.operatorDegraded {
+		if h.Message != "" && strings.Contains(msg, h.Message) {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("the Tigera operator reports TigeraStatus %s Degraded: %s", h.Name, h.Message))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -112,6 +112,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		after := r.retries.next(r.retryBase(), r.retryMax())
 		log.FromContext(ctx).Info("reconcile failed, retrying", "error", err.Error(), "after", after)
 		p.retrying(err, after)
+		if apierrors.IsServiceUnavailable(err) {
+			// A 503 from projectcalico.org/v3 is the Calico API server down:
+			// its APIService says why, under a reason of its own.
+			p.calicoAPIServerDown(ctx, err, after)
+		}
 		err, result = nil, ctrl.Result{RequeueAfter: after}
 	default:
 		r.retries.reset()
@@ -138,6 +143,12 @@ type pass struct {
 	// degraded is the first Degraded TigeraStatus of this pass, nil when
 	// Calico is healthy.
 	degraded *calico.Health
+	// operatorDegraded are the Degraded TigeraStatuses of this pass that a
+	// wait reports, calico-windows included.
+	operatorDegraded []calico.Health
+	// overlayConflicts are the fields of Installation overlay that win over
+	// what winready writes.
+	overlayConflicts []calico.OverlayField
 	// cluster is what the steps read in this pass, nil before the walk.
 	cluster *calico.Cluster
 }
@@ -172,7 +183,7 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 	if err := p.observeWindowsNodes(ctx); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := p.observeCalicoHealth(ctx); err != nil {
+	if err := p.observeCalicoHealth(ctx, inst); err != nil {
 		return ctrl.Result{}, err
 	}
 	if p.wr.Spec.Direction == v1alpha1.DirectionRollback {

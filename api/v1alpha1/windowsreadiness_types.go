@@ -31,7 +31,7 @@ const (
 
 // Acknowledgement names something that stops working when BGP is turned off
 // and that a person has accepted.
-// +kubebuilder:validation:Enum=BGPPeers;ServiceAdvertisement
+// +kubebuilder:validation:Enum=BGPPeers;ServiceAdvertisement;HelmManagedInstallation
 type Acknowledgement string
 
 const (
@@ -40,6 +40,10 @@ const (
 	// AcknowledgeServiceAdvertisement accepts that service cluster, external and
 	// load balancer addresses are no longer advertised over BGP.
 	AcknowledgeServiceAdvertisement Acknowledgement = "ServiceAdvertisement"
+	// AcknowledgeHelmManagedInstallation accepts that the Installation is
+	// rendered by a Helm chart whose values a person changes the same way,
+	// since the next helm upgrade puts back whatever winready changed.
+	AcknowledgeHelmManagedInstallation Acknowledgement = "HelmManagedInstallation"
 )
 
 // IPv4CIDR is an IPv4 network in canonical form, such as 10.96.0.0/12.
@@ -93,8 +97,9 @@ type PreflightSpec struct {
 	SkipNetworkProbe bool `json:"skipNetworkProbe,omitempty"`
 
 	// Acknowledge lists what turning BGP off will end and a person accepts.
-	// Without it, BGPPeers or service address advertisement fail the preflight.
-	// +kubebuilder:validation:MaxItems=2
+	// Without it, BGPPeers or service address advertisement fail the preflight,
+	// and so does an Installation that a Helm release renders.
+	// +kubebuilder:validation:MaxItems=3
 	// +listType=set
 	// +optional
 	Acknowledge []Acknowledgement `json:"acknowledge,omitempty"`

@@ -47,15 +47,21 @@ const (
 	ReasonPreflightWarnings    = "ChecksPassedWithWarnings"
 	ReasonInstallationNotFound = "InstallationNotFound"
 	ReasonCalicoAPIUnavailable = "CalicoAPIUnavailable"
-	ReasonStepTimeout          = "StepTimeout"
-	ReasonDetectionFailed      = "DetectionFailed"
-	ReasonCalicoDegraded       = "CalicoDegraded"
-	ReasonCalicoHealthy        = "AllComponentsHealthy"
-	ReasonWindowsNodesPresent  = "WindowsNodesPresent"
-	ReasonNoWindowsNodes       = "NoWindowsNodes"
-	ReasonRollingBack          = "RollingBack"
-	ReasonAddress              = "Address"
-	ReasonHostname             = "Hostname"
+	// ReasonCalicoAPIServerUnavailable: the aggregated Calico API server
+	// answers 503 (its APIService is not Available); it comes back by itself.
+	ReasonCalicoAPIServerUnavailable = "CalicoAPIServerUnavailable"
+	ReasonStepTimeout                = "StepTimeout"
+	ReasonDetectionFailed            = "DetectionFailed"
+	// ReasonAPIServerUnproven: the address to write for calico-node failed
+	// the TLS check against the cluster CA.
+	ReasonAPIServerUnproven   = "APIServerAddressUnproven"
+	ReasonCalicoDegraded      = "CalicoDegraded"
+	ReasonCalicoHealthy       = "AllComponentsHealthy"
+	ReasonWindowsNodesPresent = "WindowsNodesPresent"
+	ReasonNoWindowsNodes      = "NoWindowsNodes"
+	ReasonRollingBack         = "RollingBack"
+	ReasonAddress             = "Address"
+	ReasonHostname            = "Hostname"
 	// ReasonRetrying: a read or write failed (a server error, a timeout, a
 	// denial); it is retried with a capped backoff, never turned into a stall.
 	ReasonRetrying = "RetryingAfterError"
@@ -96,12 +102,12 @@ const (
 // stall, and the package's tests fail on it.
 var catalogue = map[string]Effect{
 	ReasonProgressing: Waits, ReasonWaiting: Waits, ReasonRetrying: Waits, ReasonCalicoDegraded: Waits,
-	ReasonRollingBack: Waits,
-	ReasonPaused:      Holds, ReasonAwaitingApproval: Holds, ReasonDryRun: Holds,
+	ReasonRollingBack: Waits, ReasonCalicoAPIServerUnavailable: Waits,
+	ReasonPaused: Holds, ReasonAwaitingApproval: Holds, ReasonDryRun: Holds,
 	ReasonConflictingManager: Stalls, ReasonPreflightFailed: Stalls, ReasonNetworkProbeFailed: Stalls,
 	ReasonInstallationNotFound: Stalls, ReasonCalicoAPIUnavailable: Stalls, ReasonStepTimeout: Stalls,
 	ReasonDetectionFailed: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonPodNetworkCheckFailed: Stalls,
-	ReasonMaxUnavailableTooHigh: Stalls, ReasonOriginalsIncomplete: Stalls,
+	ReasonMaxUnavailableTooHigh: Stalls, ReasonOriginalsIncomplete: Stalls, ReasonAPIServerUnproven: Stalls,
 	ReasonMigrated: Informs, ReasonRolledBack: Informs, ReasonNothingToRollBack: Informs,
 	ReasonPreflightPassed: Informs, ReasonPreflightWarnings: Informs, ReasonCalicoHealthy: Informs,
 	ReasonNoWindowsNodes: Informs, ReasonAddress: Informs, ReasonHostname: Informs,

@@ -36,7 +36,15 @@ type Endpoint struct {
 	Port string
 	// Source says where it was found, for the status message.
 	Source string
+	// Members are the host:port of every ready API server the kubernetes
+	// EndpointSlices list, when that is the source: more than one means a
+	// control plane of several members, none of them a stable address.
+	Members []string
 }
+
+// SourceEndpointSlice is the Source of an address taken from the kubernetes
+// EndpointSlices: one control-plane member's own address.
+const SourceEndpointSlice = "kubernetes EndpointSlice"
 
 // IsAddress reports whether Host is an IP address rather than a DNS name.
 // A name can deadlock a fresh Calico install, which needs DNS to come up.
@@ -131,6 +139,11 @@ func fromEndpointSlices(ctx context.Context, r client.Reader) (Endpoint, error) 
 		client.MatchingLabels{discoveryv1.LabelServiceName: "kubernetes"}); err != nil {
 		return Endpoint{}, fmt.Errorf("listing endpointslices of the kubernetes service: %w", err)
 	}
+	// Every member is listed: the first is the address written, the count
+	// tells the preflight whether it pins a control plane to one machine.
+	var found Endpoint
+	seen := map[string]bool{}
+	slices.SortFunc(list.Items, func(a, b discoveryv1.EndpointSlice) int { return strings.Compare(a.Name, b.Name) })
 	for _, s := range list.Items {
 		if s.AddressType != discoveryv1.AddressTypeIPv4 {
 			continue
@@ -145,8 +158,19 @@ func fromEndpointSlices(ctx context.Context, r client.Reader) (Endpoint, error) 
 			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready || len(ep.Addresses) == 0 || port == 0 {
 				continue
 			}
-			return Endpoint{Host: ep.Addresses[0], Port: strconv.Itoa(int(port)), Source: "kubernetes EndpointSlice"}, nil
+			member := net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(port)))
+			if seen[member] {
+				continue
+			}
+			seen[member] = true
+			if found.Host == "" {
+				found = Endpoint{Host: ep.Addresses[0], Port: strconv.Itoa(int(port)), Source: SourceEndpointSlice}
+			}
+			found.Members = append(found.Members, member)
 		}
+	}
+	if found.Host != "" {
+		return found, nil
 	}
 	return Endpoint{}, fmt.Errorf("API server address: %w in kubeadm-config, cluster-info or the kubernetes EndpointSlice; set spec.apiServer", ErrNotFound)
 }

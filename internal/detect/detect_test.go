@@ -125,3 +125,17 @@ func TestTargetsPrecedence(t *testing.T) {
 		t.Errorf("the spec does not win: %+v", overridden)
 	}
 }
+
+func TestAPIServerListsEveryEndpointSliceMember(t *testing.T) {
+	a, b := slice("10.0.0.2", true), slice("10.0.0.3", true)
+	b.Name = "kubernetes-extra"
+	b.Endpoints = append(b.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.0.0.4"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false)}},
+		discoveryv1.Endpoint{Addresses: []string{"10.0.0.2"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}})
+	ep, err := APIServer(context.Background(), reader(t, a, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Host != "10.0.0.2" || ep.Source != SourceEndpointSlice || strings.Join(ep.Members, ",") != "10.0.0.2:6443,10.0.0.3:6443" {
+		t.Fatalf("got %+v; want 10.0.0.2 first and the ready members once each", ep)
+	}
+}

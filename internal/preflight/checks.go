@@ -3,6 +3,7 @@
 package preflight
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -28,6 +31,11 @@ const (
 	CheckServiceAdverts = "ServiceAdvertisement"
 	CheckBlockSize      = "PodsPerWindowsNode"
 	CheckKubeDNS        = "KubeDNS"
+	CheckProvider       = "KubernetesProvider"
+	CheckDataplane      = "LinuxDataplane"
+	CheckCNI            = "CNIPlugin"
+	CheckLBPools        = "LoadBalancerPools"
+	CheckOverlay        = "OverlayInstallation"
 	CheckNodePolicies   = "PoliciesOnNodeAddresses"
 	CheckBorrowed       = "BorrowedAddresses"
 	CheckCalicoVersion  = "CalicoVersion"
@@ -35,8 +43,11 @@ const (
 	CheckForeignPools   = "PoolsOutsideInstallation"
 	CheckLinuxWorkers   = "LinuxWorkers"
 	CheckIPAMCapacity   = "WindowsIPAMCapacity"
-	CheckKubeProxy      = "KubeProxyWindows"
-	CheckLinuxOnlyDS    = "LinuxOnlyDaemonSets"
+	// CheckAffinityCapacity is the Linux nodes' address capacity once
+	// strictAffinity stops borrowing.
+	CheckAffinityCapacity = "StrictAffinityCapacity"
+	CheckKubeProxy        = "KubeProxyWindows"
+	CheckLinuxOnlyDS      = "LinuxOnlyDaemonSets"
 )
 
 // Windows VXLAN limits: HNS only uses UDP 4789 and VNIs from 4096.
@@ -61,7 +72,11 @@ const (
 
 // Inputs is what the checks look at, gathered from the cluster.
 type Inputs struct {
+	// Installation is the effective Installation: "default" with the
+	// overlay merged over it, as the Tigera operator renders it.
 	Installation *operatorv1.Installation
+	// Overlay is Installation "overlay"; nil when absent.
+	Overlay *operatorv1.Installation
 	// CalicoAPIServed is true when projectcalico.org/v3 serves IPPools and
 	// IPAMConfigurations (Calico API server or native v3 CRDs).
 	CalicoAPIServed bool
@@ -71,8 +86,11 @@ type Inputs struct {
 	BGPConfig *calicov3.BGPConfiguration
 	// BGPPeers are the names of every BGPPeer.
 	BGPPeers []string
-	// KubeDNS is true when Service kube-system/kube-dns exists.
-	KubeDNS bool
+	// DNSService is the cluster DNS Service the Tigera operator's Windows
+	// controller reads for the Installation's kubernetesProvider, and
+	// DNSServiceFound whether it exists.
+	DNSService      client.ObjectKey
+	DNSServiceFound bool
 	// Nodes are every node's addresses, VXLAN tunnel address and what
 	// decides whether it runs Linux workloads.
 	Nodes []NodeAddresses
@@ -88,6 +106,9 @@ type Inputs struct {
 	Pools []calicov3.IPPool
 	// BlockCIDRs are the CIDRs of every IPAM block, allocated to a node or not.
 	BlockCIDRs []netip.Prefix
+	// Blocks are the IPAM blocks affine to a node, with the node and how
+	// many of their addresses are free.
+	Blocks []BlockUsage
 	// DaemonSets are every DaemonSet in the cluster, reduced to what the
 	// Windows node checks read.
 	DaemonSets []DaemonSetSummary
@@ -96,6 +117,20 @@ type Inputs struct {
 	CalicoNodeEnv map[string]string
 	// ExpectedWindowsNodes is spec.windowsNodes.expected; nil when unset.
 	ExpectedWindowsNodes *int32
+	// APIServer is where the address for calico-node comes from.
+	APIServer APIServerInputs
+	// ImageSets are every ImageSet in the cluster.
+	ImageSets []operatorv1.ImageSet
+	// HelmEvidence says how a Helm release marks Installation default ("" when
+	// none does), and HelmRelease is that release's name when annotated.
+	HelmEvidence, HelmRelease string
+}
+
+// BlockUsage is an IPAM block affine to a node.
+type BlockUsage struct {
+	CIDR netip.Prefix
+	Node string
+	Free int
 }
 
 // NodeAddresses are one node's InternalIP and Calico VXLAN tunnel address,
@@ -185,16 +220,16 @@ func SummarizeDaemonSet(ds *appsv1.DaemonSet) DaemonSetSummary {
 
 // Evaluate runs every check. It is pure, so each rule is table-tested.
 func Evaluate(in Inputs, spec v1alpha1.PreflightSpec) []v1alpha1.PreflightCheck {
-	checks := []v1alpha1.PreflightCheck{calicoAPI(in)}
-	checks = append(checks, ipipPools(in), ipv6Pools(in), unencapsulatedPools(in))
+	checks := []v1alpha1.PreflightCheck{calicoAPI(in), kubernetesProvider(in), overlayInstallation(in), helmManaged(in, spec)}
+	checks = append(checks, cniPlugin(in), linuxDataplane(in), ipipPools(in), ipv6Pools(in), unencapsulatedPools(in), loadBalancerPools(in))
 	if in.CalicoAPIServed {
 		checks = append(checks, foreignPools(in), vxlanSettings(in), bgpPeers(in, spec), serviceAdverts(in, spec))
 	}
-	checks = append(checks, blockSize(in), kubeDNS(in), nodePolicies(in), borrowed(in), calicoVersion(in))
+	checks = append(checks, apiServerAddress(in), imageSetWindows(in), blockSize(in), kubeDNS(in), nodePolicies(in), borrowed(in), calicoVersion(in))
 	// The first Windows node: Linux workers, addresses, kube-proxy, DaemonSets.
 	checks = append(checks, linuxWorkers(in))
 	if in.CalicoAPIServed {
-		checks = append(checks, windowsIPAMCapacity(in))
+		checks = append(checks, affinityCapacity(in), windowsIPAMCapacity(in))
 	}
 	checks = append(checks, kubeProxyWindows(in), linuxOnlyDaemonSets(in))
 	return checks
@@ -245,6 +280,110 @@ func calicoAPI(in Inputs) v1alpha1.PreflightCheck {
 			"or run Calico with native projectcalico.org/v3 CRDs, then wait for TigeraStatus apiserver Available")
 }
 
+// overlayInstallation fails on fields of Installation "overlay" that win
+// over what winready writes into "default": the Tigera operator would render
+// the overlay's value and winready would wait for a change that never comes
+// (with bgp Enabled there, calico-node keeps BIRD forever), and a rollback
+// could not put the originals back either.
+func overlayInstallation(in Inputs) v1alpha1.PreflightCheck {
+	if in.Overlay == nil {
+		return result(CheckOverlay, v1alpha1.CheckPass, "no Installation overlay")
+	}
+	conflicts := calico.OverlayConflicts(in.Overlay)
+	if len(conflicts) == 0 {
+		return result(CheckOverlay, v1alpha1.CheckPass,
+			"Installation overlay sets none of the fields winready changes (calicoNetwork.bgp, windowsDataplane, ipPools, serviceCIDRs)")
+	}
+	var sets []string
+	calicoNetwork := map[string]any{}
+	fix := map[string]any{}
+	for _, c := range conflicts {
+		sets = append(sets, fmt.Sprintf("spec.%s: %s", c.Path, c.Value))
+		if field, ok := strings.CutPrefix(c.Path, "calicoNetwork."); ok {
+			calicoNetwork[field] = nil
+		} else {
+			fix[c.Path] = nil
+		}
+	}
+	if len(calicoNetwork) > 0 {
+		fix["calicoNetwork"] = calicoNetwork
+	}
+	patch, _ := json.Marshal(map[string]any{"spec": fix})
+	return result(CheckOverlay, v1alpha1.CheckFail,
+		"Installation overlay sets %s; the Tigera operator merges the overlay over Installation default, so these win over "+
+			"what winready writes into default and the migration would wait for a change that never comes. Remove them from "+
+			"the overlay where it is managed (winready changes them in default, and restores them there on rollback), e.g. "+
+			"kubectl patch installation overlay --type merge -p '%s'", strings.Join(sets, ", "), patch)
+}
+
+// cniPlugin refuses what makes the Tigera operator reject VXLAN pools: a CNI
+// plugin other than Calico's ("... is invalid for ipPool.encapsulation when
+// using non-Calico CNI, should be None") or Calico CNI with host-local IPAM
+// ("VXLAN is invalid for ipPool.encapsulation with Calico CNI and HostLocal
+// IPAM"), both from its validation.go.
+func cniPlugin(in Inputs) v1alpha1.PreflightCheck {
+	if in.Installation == nil || in.Installation.Spec.CNI == nil {
+		return result(CheckCNI, v1alpha1.CheckPass, "spec.cni unset: the Tigera operator defaults it")
+	}
+	cni := in.Installation.Spec.CNI
+	if cni.Type != "" && cni.Type != operatorv1.PluginCalico {
+		return result(CheckCNI, v1alpha1.CheckFail,
+			"the Installation's spec.cni.type is %s: the Tigera operator accepts only encapsulation None and no BGP with a CNI "+
+				"other than Calico's, so pools cannot move to VXLAN; Windows nodes on this cluster follow that CNI's own Windows "+
+				"support, not this migration", cni.Type)
+	}
+	if cni.IPAM != nil && cni.IPAM.Type == operatorv1.IPAMPluginHostLocal {
+		return result(CheckCNI, v1alpha1.CheckFail,
+			"the Installation's spec.cni.ipam.type is HostLocal: the Tigera operator rejects VXLAN pools with it (\"VXLAN is invalid "+
+				"for ipPool.encapsulation with Calico CNI and HostLocal IPAM\"), and Windows nodes need Calico IPAM and strictAffinity; "+
+				"moving to Calico IPAM is a reinstall of the pod network, outside this migration")
+	}
+	return result(CheckCNI, v1alpha1.CheckPass, "Calico CNI with Calico IPAM")
+}
+
+// linuxDataplane refuses the VPP dataplane: the Tigera operator's validation
+// rejects bgp Disabled with it ("VPP requires BGP to be enabled").
+func linuxDataplane(in Inputs) v1alpha1.PreflightCheck {
+	dp := operatorv1.LinuxDataplaneIptables
+	if in.Installation != nil && in.Installation.Spec.CalicoNetwork != nil && in.Installation.Spec.CalicoNetwork.LinuxDataplane != nil {
+		dp = *in.Installation.Spec.CalicoNetwork.LinuxDataplane
+	}
+	if dp == operatorv1.LinuxDataplaneVPP {
+		return result(CheckDataplane, v1alpha1.CheckFail,
+			"the Installation's spec.calicoNetwork.linuxDataplane is VPP: the Tigera operator rejects bgp Disabled with it (\"VPP requires "+
+				"BGP to be enabled\") and renders nothing, so this cluster cannot take Windows nodes with Calico's VXLAN; move it to the "+
+				"Iptables, Nftables or BPF dataplane first")
+	}
+	return result(CheckDataplane, v1alpha1.CheckPass, "Linux dataplane %s", dp)
+}
+
+// loadBalancerPools fails on pools for LoadBalancer addresses: Calico's
+// IPPool validation keeps them unencapsulated, and their addresses reach the
+// network only over BGP, so BGP cannot be turned off while they exist.
+func loadBalancerPools(in Inputs) v1alpha1.PreflightCheck {
+	var lb []string
+	seen := map[string]bool{}
+	for _, p := range calico.IPPools(in.Installation) {
+		if slices.Contains(p.AllowedUses, operatorv1.IPPoolAllowedUseLoadBalancer) {
+			seen[p.Name] = true
+			lb = append(lb, fmt.Sprintf("%s (%s, in the Installation)", p.Name, p.CIDR))
+		}
+	}
+	for _, p := range in.Pools {
+		if !seen[p.Name] && slices.Contains(p.Spec.AllowedUses, calicov3.IPPoolAllowedUseLoadBalancer) {
+			lb = append(lb, fmt.Sprintf("%s (%s)", p.Name, p.Spec.CIDR))
+		}
+	}
+	if len(lb) == 0 {
+		return result(CheckLBPools, v1alpha1.CheckPass, "no IP pool serves LoadBalancer addresses")
+	}
+	return result(CheckLBPools, v1alpha1.CheckFail,
+		"IP pools %s serve LoadBalancer addresses: Calico keeps such pools unencapsulated (VXLAN is rejected for them) and "+
+			"advertises their addresses over BGP, so BGP cannot be turned off while they exist. Move those Services to another "+
+			"load balancer implementation and delete the pools (or remove them from the Installation's spec.calicoNetwork.ipPools), "+
+			"or keep this cluster on BGP without Windows nodes", boundedList(lb))
+}
+
 func ipipPools(in Inputs) v1alpha1.PreflightCheck {
 	var bad []string
 	for _, p := range calico.IPPools(in.Installation) {
@@ -287,6 +426,9 @@ func unencapsulatedPools(in Inputs) v1alpha1.PreflightCheck {
 	}
 	var bad []string
 	for _, p := range calico.IPPools(in.Installation) {
+		if slices.Contains(p.AllowedUses, operatorv1.IPPoolAllowedUseLoadBalancer) {
+			continue // LoadBalancerPools: they cannot take VXLAN
+		}
 		enc := p.Encapsulation
 		if enc == "" && !calico.IsIPv4(p.CIDR) {
 			enc = operatorv1.EncapsulationNone // the operator's default for IPv6 pools
@@ -453,12 +595,49 @@ func blockSize(in Inputs) v1alpha1.PreflightCheck {
 	return result(CheckBlockSize, v1alpha1.CheckInfo, "%s", strings.Join(parts, "; "))
 }
 
+// kubeDNS fails when the DNS Service the Tigera operator's Windows
+// controller looks up is absent: calico-windows would stay Degraded and no
+// calico-node-windows would ever be rendered, after BGP is already off.
 func kubeDNS(in Inputs) v1alpha1.PreflightCheck {
-	if in.KubeDNS {
-		return result(CheckKubeDNS, v1alpha1.CheckPass, "Service kube-system/kube-dns exists")
+	if provider(in).IsOpenShift() {
+		return result(CheckKubeDNS, v1alpha1.CheckInfo, "not checked on OpenShift (see %s)", CheckProvider)
 	}
-	return result(CheckKubeDNS, v1alpha1.CheckWarn,
-		"Service kube-system/kube-dns is missing: the Tigera operator's Windows controller waits for it before rendering calico-node-windows")
+	if in.DNSServiceFound {
+		return result(CheckKubeDNS, v1alpha1.CheckPass, "Service %s exists", in.DNSService)
+	}
+	return result(CheckKubeDNS, v1alpha1.CheckFail,
+		"Service %s is missing: for kubernetesProvider %q the Tigera operator's Windows controller reads the cluster DNS "+
+			"addresses from it, and without it TigeraStatus calico-windows stays Degraded (\"%s service not found\") and "+
+			"calico-node-windows is never rendered. Create it (the cluster DNS Service, e.g. CoreDNS's) under that name, or "+
+			"correct the Installation's spec.kubernetesProvider if it names the wrong platform",
+		in.DNSService, providerName(in), in.DNSService.Name)
+}
+
+func provider(in Inputs) operatorv1.Provider {
+	if in.Installation == nil {
+		return operatorv1.ProviderNone
+	}
+	return in.Installation.Spec.KubernetesProvider
+}
+
+func providerName(in Inputs) string {
+	if p := provider(in); p != operatorv1.ProviderNone {
+		return string(p)
+	}
+	return "none (kubeadm and other upstream distributions)"
+}
+
+// kubernetesProvider shows the platform the Tigera operator renders for, and
+// refuses the one winready does not migrate.
+func kubernetesProvider(in Inputs) v1alpha1.PreflightCheck {
+	if provider(in).IsOpenShift() {
+		return result(CheckProvider, v1alpha1.CheckFail,
+			"kubernetesProvider OpenShift is not supported: on OpenShift the cluster network and Windows nodes are managed "+
+				"by the cluster's own operators (the Windows Machine Config Operator), not by this migration; change the "+
+				"network there instead")
+	}
+	return result(CheckProvider, v1alpha1.CheckInfo, "kubernetesProvider %s; the cluster DNS Service for it is %s",
+		providerName(in), calico.DNSService(provider(in)))
 }
 
 // nodePolicies warns about policies that allow node addresses: once pools
@@ -519,8 +698,9 @@ func borrowed(in Inputs) v1alpha1.PreflightCheck {
 	}
 	slices.Sort(nodes)
 	return result(CheckBorrowed, v1alpha1.CheckWarn,
-		"%d addresses are borrowed from other nodes' blocks, on %s: strictAffinity stops new borrowing only; restart those pods to release them",
-		total, boundedList(nodes))
+		"%d addresses are borrowed from other nodes' blocks, on %s: the pool ran out of free blocks at some point, and under "+
+			"strictAffinity no node borrows again; %s says whether every node can still get addresses. Do not restart those pods "+
+			"to release the addresses: they may get none back", total, boundedList(nodes), CheckAffinityCapacity)
 }
 
 func calicoVersion(in Inputs) v1alpha1.PreflightCheck {
@@ -561,9 +741,121 @@ func linuxWorkers(in Inputs) v1alpha1.PreflightCheck {
 		len(workers), boundedList(workers))
 }
 
+// poolServes says which nodes an Installation pool may give blocks to, from
+// its nodeSelector: one that mentions windows is taken for Windows only, any
+// other for Linux only, none (or all()) for both. The selector itself is not
+// evaluated.
+func poolServes(p operatorv1.IPPool) (linux, windows bool) {
+	sel := strings.TrimSpace(p.NodeSelector)
+	if sel == "" || sel == "all()" {
+		return true, true
+	}
+	w := strings.Contains(sel, calico.OSWindows)
+	return !w, w
+}
+
+// workloadPool reports whether new workload addresses can come from pool p:
+// an enabled IPv4 pool for workloads whose block size fits its CIDR.
+func workloadPool(p operatorv1.IPPool) (netip.Prefix, int32, bool) {
+	prefix, err := netip.ParsePrefix(p.CIDR)
+	if err != nil || !prefix.Addr().Is4() || (p.DisableNewAllocations != nil && *p.DisableNewAllocations) ||
+		(len(p.AllowedUses) > 0 && !slices.Contains(p.AllowedUses, operatorv1.IPPoolAllowedUseWorkload)) {
+		return netip.Prefix{}, 0, false
+	}
+	size := int32(defaultBlockSize)
+	if p.BlockSize != nil {
+		size = *p.BlockSize
+	}
+	prefix = prefix.Masked()
+	if int(size) < prefix.Bits() || size > 32 {
+		return netip.Prefix{}, 0, false
+	}
+	return prefix, size, true
+}
+
+// freeBlocks counts the blocks of a pool no node holds yet.
+func freeBlocks(prefix netip.Prefix, size int32, blocks []netip.Prefix) (free, total int64) {
+	total = int64(1) << (int(size) - prefix.Bits())
+	var used int64
+	for _, b := range blocks {
+		if b.Bits() >= prefix.Bits() && prefix.Contains(b.Addr()) {
+			used++
+		}
+	}
+	return max(total-used, 0), total
+}
+
+// linuxDemand is what strictAffinity leaves the Linux nodes: the nodes that
+// hold no affine block with a free address in a pool that serves Linux
+// (each needs a free block of its own for its next pod), the free blocks of
+// those pools, and how many of those free blocks Windows nodes could also
+// use. Without borrowing, a node whose blocks are full gives its next pod no
+// address (libcalico-go: "No more free affine blocks and strict affinity
+// enabled").
+func linuxDemand(in Inputs) (needing []string, linuxFree, sharedFree int64, parts []string) {
+	var linuxPools []netip.Prefix
+	for _, p := range calico.IPPools(in.Installation) {
+		prefix, size, ok := workloadPool(p)
+		linux, windows := poolServes(p)
+		if !ok || !linux {
+			continue
+		}
+		linuxPools = append(linuxPools, prefix)
+		free, total := freeBlocks(prefix, size, in.BlockCIDRs)
+		linuxFree += free
+		if windows {
+			sharedFree += free
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s): %d of %d blocks free", p.Name, p.CIDR, free, total))
+	}
+	room := map[string]bool{}
+	for _, b := range in.Blocks {
+		if b.Free == 0 {
+			continue
+		}
+		for _, pool := range linuxPools {
+			if pool.Contains(b.CIDR.Addr()) {
+				room[b.Node] = true
+			}
+		}
+	}
+	for _, n := range in.Nodes {
+		if (n.OS == "" || n.OS == "linux") && !room[n.Name] {
+			needing = append(needing, n.Name)
+		}
+	}
+	slices.Sort(needing)
+	return needing, linuxFree, sharedFree, parts
+}
+
+// affinityCapacity fails when, once strictAffinity stops borrowing, some
+// Linux nodes could give new pods no address: more of them need a new block
+// than the pools serving them have free.
+func affinityCapacity(in Inputs) v1alpha1.PreflightCheck {
+	if in.BlocksUnreadable {
+		return result(CheckAffinityCapacity, v1alpha1.CheckInfo, "IPAM blocks are not readable: Linux nodes' capacity under strictAffinity not checked")
+	}
+	needing, free, _, parts := linuxDemand(in)
+	detail := strings.Join(parts, "; ")
+	if detail == "" {
+		detail = "no enabled IPv4 workload pool in the Installation serves Linux nodes"
+	}
+	if int64(len(needing)) > free {
+		return result(CheckAffinityCapacity, v1alpha1.CheckFail,
+			"after strictAffinity, %d Linux nodes hold no block with a free address (%s) but only %d blocks are free in the pools "+
+				"that serve them (%s): without borrowing, new pods on %d of them would get no address. Add a larger or an "+
+				"additional IPv4 pool (encapsulation VXLAN) to the Installation's spec.calicoNetwork.ipPools, inside the cluster's pod network "+
+				"(on kubeadm the Tigera operator refuses pools outside kubeadm-config's podSubnet); restarting pods frees no block",
+			len(needing), boundedList(needing), free, detail, int64(len(needing))-free)
+	}
+	return result(CheckAffinityCapacity, v1alpha1.CheckPass,
+		"%d Linux nodes need a new block for their next pods under strictAffinity and %d are free (%s)", len(needing), free, detail)
+}
+
 // windowsIPAMCapacity compares spec.windowsNodes.expected with the free IPAM
-// blocks: with strictAffinity a Windows node never borrows, so each needs a
-// block of its own in a pool that may serve it.
+// blocks left once the Linux nodes took theirs: with strictAffinity a Windows
+// node never borrows, so each needs a block of its own in a pool that may
+// serve it. No block for any Windows node fails too.
 func windowsIPAMCapacity(in Inputs) v1alpha1.PreflightCheck {
 	var parts, notes []string
 	var free int64
@@ -586,6 +878,21 @@ func windowsIPAMCapacity(in Inputs) v1alpha1.PreflightCheck {
 	}
 	if in.BlocksUnreadable {
 		detail += "; IPAM blocks are not readable, so allocated blocks are not subtracted"
+	} else if needing, linuxFree, shared, _ := linuxDemand(in); len(needing) > 0 {
+		// Linux nodes draw on the pools they share with Windows nodes once
+		// their own are used up.
+		taken := min(max(int64(len(needing))-(linuxFree-shared), 0), shared)
+		if taken > 0 {
+			free -= taken
+			detail += fmt.Sprintf("; %d of the shared blocks go to Linux nodes that need one (%s)", taken, CheckAffinityCapacity)
+		}
+	}
+	if free <= 0 {
+		return result(CheckIPAMCapacity, v1alpha1.CheckFail,
+			"no free block is left for any Windows node (%s): with strictAffinity a Windows node needs a free block of its own and "+
+				"never borrows. Add a larger or an additional IPv4 pool (encapsulation VXLAN) that may serve Windows nodes to the "+
+				"Installation's spec.calicoNetwork.ipPools, inside the cluster's pod network (on kubeadm the Tigera operator refuses pools "+
+				"outside kubeadm-config's podSubnet)", detail)
 	}
 	if in.ExpectedWindowsNodes == nil {
 		return result(CheckIPAMCapacity, v1alpha1.CheckInfo,
@@ -624,14 +931,7 @@ func poolCapacity(p operatorv1.IPPool, blocks []netip.Prefix) (free int64, part,
 	if int(size) < prefix.Bits() || size > 32 {
 		return 0, "", fmt.Sprintf("%s not counted: blockSize %d does not fit %s", p.Name, size, p.CIDR)
 	}
-	total := int64(1) << (int(size) - prefix.Bits())
-	var used int64
-	for _, b := range blocks {
-		if b.Bits() >= prefix.Bits() && prefix.Contains(b.Addr()) {
-			used++
-		}
-	}
-	free = max(total-used, 0)
+	free, total := freeBlocks(prefix, size, blocks)
 	return free, fmt.Sprintf("%s (%s): %d of %d blocks free, %d pods per Windows node",
 		p.Name, p.CIDR, free, total, max((1<<(32-size))-reservedPerWindow, 0)), note
 }

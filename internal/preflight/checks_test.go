@@ -12,8 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/detect"
 )
 
 func installationWith(pools ...operatorv1.IPPool) *operatorv1.Installation {
@@ -25,7 +27,8 @@ var crossSubnet = operatorv1.IPPool{Name: "default-ipv4-ippool", CIDR: "172.20.0
 	Encapsulation: operatorv1.EncapsulationVXLANCrossSubnet, BlockSize: ptr.To[int32](26)}
 
 func healthy() Inputs {
-	return Inputs{Installation: installationWith(crossSubnet), CalicoAPIServed: true, KubeDNS: true,
+	return Inputs{Installation: installationWith(crossSubnet), CalicoAPIServed: true,
+		DNSService: client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, DNSServiceFound: true,
 		Nodes: []NodeAddresses{{Name: "linux-0", OS: "linux"}, {Name: "cp-0", OS: "linux", ControlPlane: true}}}
 }
 
@@ -188,8 +191,158 @@ func TestEvaluate(t *testing.T) {
 			in.Installation.Status.CalicoVersion, in.Installation.Status.Variant = "v3.32.0", operatorv1.Calico
 			return in
 		}, v1alpha1.PreflightSpec{}, CheckCalicoVersion, v1alpha1.CheckInfo, "Calico v3.32.0 (Calico)"},
-		{"missing kube-dns warns", func() Inputs { in := healthy(); in.KubeDNS = false; return in },
-			v1alpha1.PreflightSpec{}, CheckKubeDNS, v1alpha1.CheckWarn, "kube-system/kube-dns is missing"},
+		{"a missing kube-dns fails, naming it", func() Inputs { in := healthy(); in.DNSServiceFound = false; return in },
+			v1alpha1.PreflightSpec{}, CheckKubeDNS, v1alpha1.CheckFail,
+			`Service kube-system/kube-dns is missing: for kubernetesProvider "none (kubeadm and other upstream distributions)"`},
+		{"a missing RKE2 DNS Service fails, naming it", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.KubernetesProvider = operatorv1.ProviderRKE2
+			in.DNSService, in.DNSServiceFound = client.ObjectKey{Namespace: "kube-system", Name: "rke2-coredns-rke2-coredns"}, false
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckKubeDNS, v1alpha1.CheckFail,
+			`Service kube-system/rke2-coredns-rke2-coredns is missing: for kubernetesProvider "RKE2"`},
+		{"the provider is shown with its DNS Service", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.KubernetesProvider = operatorv1.ProviderRKE2
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckProvider, v1alpha1.CheckInfo,
+			"kubernetesProvider RKE2; the cluster DNS Service for it is kube-system/rke2-coredns-rke2-coredns"},
+		{"no overlay passes", healthy, v1alpha1.PreflightSpec{}, CheckOverlay, v1alpha1.CheckPass, "no Installation overlay"},
+		{"an overlay with bgp Enabled fails with the patch that removes it", func() Inputs {
+			in := healthy()
+			in.Overlay = &operatorv1.Installation{Spec: operatorv1.InstallationSpec{
+				CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: ptr.To(operatorv1.BGPEnabled)}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckOverlay, v1alpha1.CheckFail,
+			`Installation overlay sets spec.calicoNetwork.bgp: Enabled; the Tigera operator merges the overlay over Installation default` +
+				`, so these win over what winready writes into default and the migration would wait for a change that never comes. ` +
+				`Remove them from the overlay where it is managed (winready changes them in default, and restores them there on rollback), ` +
+				`e.g. kubectl patch installation overlay --type merge -p '{"spec":{"calicoNetwork":{"bgp":null}}}'`},
+		{"an overlay with pools and serviceCIDRs fails naming both", func() Inputs {
+			in := healthy()
+			in.Overlay = &operatorv1.Installation{Spec: operatorv1.InstallationSpec{ServiceCIDRs: []string{"10.96.0.0/12"},
+				CalicoNetwork: &operatorv1.CalicoNetworkSpec{IPPools: []operatorv1.IPPool{crossSubnet}}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckOverlay, v1alpha1.CheckFail,
+			`sets spec.calicoNetwork.ipPools: [default-ipv4-ippool 172.20.0.0/16 encapsulation VXLANCrossSubnet], spec.serviceCIDRs: [10.96.0.0/12]`},
+		{"an overlay of other fields passes", func() Inputs {
+			in := healthy()
+			in.Overlay = &operatorv1.Installation{Spec: operatorv1.InstallationSpec{
+				CalicoNetwork: &operatorv1.CalicoNetworkSpec{MTU: ptr.To[int32](1400)}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckOverlay, v1alpha1.CheckPass, "sets none of the fields winready changes"},
+		{"several API server endpoints without a stable address fail, listing them", func() Inputs {
+			in := healthy()
+			in.APIServer.Detected = &detect.Endpoint{Host: "10.0.0.1", Port: "6443", Source: detect.SourceEndpointSlice,
+				Members: []string{"10.0.0.1:6443", "10.0.0.2:6443", "10.0.0.3:6443"}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckAPIServer, v1alpha1.CheckFail,
+			"the control plane has 3 API server endpoints (10.0.0.1:6443, 10.0.0.2:6443, 10.0.0.3:6443) and no stable address"},
+		{"one API server endpoint warns", func() Inputs {
+			in := healthy()
+			in.APIServer.Detected = &detect.Endpoint{Host: "10.0.0.1", Port: "6443", Source: detect.SourceEndpointSlice,
+				Members: []string{"10.0.0.1:6443"}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckAPIServer, v1alpha1.CheckWarn, "calico-node will use 10.0.0.1:6443, the only API server endpoint"},
+		{"spec.apiServer passes whatever the endpoints", func() Inputs {
+			in := healthy()
+			in.APIServer.Spec = "api.example.com:6443"
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckAPIServer, v1alpha1.CheckPass, "spec.apiServer api.example.com:6443"},
+		{"kubeadm's controlPlaneEndpoint passes", func() Inputs {
+			in := healthy()
+			in.APIServer.Detected = &detect.Endpoint{Host: "10.0.0.10", Port: "6443", Source: "kubeadm-config controlPlaneEndpoint"}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckAPIServer, v1alpha1.CheckPass, "10.0.0.10:6443 from kubeadm-config controlPlaneEndpoint"},
+		{"an Installation without Helm's marks passes", healthy, v1alpha1.PreflightSpec{}, CheckHelm, v1alpha1.CheckPass, "no mark of a Helm release"},
+		{"an Installation of the tigera-operator chart fails with the values", func() Inputs {
+			in := healthy()
+			in.HelmEvidence, in.HelmRelease = "annotation meta.helm.sh/release-name=calico", "calico"
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckHelm, v1alpha1.CheckFail,
+			"Installation default is rendered by calico (annotation meta.helm.sh/release-name=calico): the next helm upgrade puts back every " +
+				"field winready changes. Carry the same changes in the release's values (helm upgrade ... -f values.yaml):\n" +
+				"installation:\n  calicoNetwork:\n    bgp: Disabled\n    windowsDataplane: HNS\n    ipPools:  # keep each pool's other fields as they are\n" +
+				"    - name: default-ipv4-ippool\n      cidr: 172.20.0.0/16\n      encapsulation: VXLAN\n"},
+		{"an RKE2 Installation fails naming the HelmChartConfig", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.KubernetesProvider = operatorv1.ProviderRKE2
+			in.HelmEvidence, in.HelmRelease = `field manager "helm"`, ""
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckHelm, v1alpha1.CheckFail, "a HelmChartConfig named rke2-calico in kube-system"},
+		{"an acknowledged Helm release warns", func() Inputs {
+			in := healthy()
+			in.HelmEvidence, in.HelmRelease = "label app.kubernetes.io/managed-by=Helm", ""
+			return in
+		}, v1alpha1.PreflightSpec{Acknowledge: []v1alpha1.Acknowledgement{v1alpha1.AcknowledgeHelmManagedInstallation}},
+			CheckHelm, v1alpha1.CheckWarn, "(acknowledged)"},
+		{"the VPP dataplane fails", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.CalicoNetwork.LinuxDataplane = ptr.To(operatorv1.LinuxDataplaneVPP)
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckDataplane, v1alpha1.CheckFail, `linuxDataplane is VPP: the Tigera operator rejects bgp Disabled with it ("VPP requires BGP to be enabled")`},
+		{"the iptables dataplane passes", healthy, v1alpha1.PreflightSpec{}, CheckDataplane, v1alpha1.CheckPass, "Linux dataplane Iptables"},
+		{"a LoadBalancer pool in the Installation fails without advising VXLAN", func() Inputs {
+			in := healthy()
+			in.Installation = installationWith(crossSubnet, operatorv1.IPPool{Name: "lb", CIDR: "10.50.0.0/24",
+				Encapsulation: operatorv1.EncapsulationNone, AllowedUses: []operatorv1.IPPoolAllowedUse{operatorv1.IPPoolAllowedUseLoadBalancer}})
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckLBPools, v1alpha1.CheckFail, "IP pools lb (10.50.0.0/24, in the Installation) serve LoadBalancer addresses"},
+		{"a LoadBalancer pool is left to its own check", func() Inputs {
+			in := healthy()
+			in.Installation = installationWith(crossSubnet, operatorv1.IPPool{Name: "lb", CIDR: "10.50.0.0/24",
+				Encapsulation: operatorv1.EncapsulationNone, AllowedUses: []operatorv1.IPPoolAllowedUse{operatorv1.IPPoolAllowedUseLoadBalancer}})
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckUnencapsulated, v1alpha1.CheckPass, "every Installation pool is encapsulated"},
+		{"a LoadBalancer IPPool outside the Installation fails", func() Inputs {
+			in := healthy()
+			in.Pools = []calicov3.IPPool{{ObjectMeta: metav1.ObjectMeta{Name: "metallb-like"}, Spec: calicov3.IPPoolSpec{CIDR: "10.60.0.0/24",
+				AllowedUses: []calicov3.IPPoolAllowedUse{calicov3.IPPoolAllowedUseLoadBalancer}}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckLBPools, v1alpha1.CheckFail, "IP pools metallb-like (10.60.0.0/24) serve LoadBalancer addresses"},
+		{"an ImageSet without the Windows images fails, naming them", func() Inputs {
+			in := healthy()
+			in.Installation.Status.CalicoVersion, in.Installation.Status.Variant = "v3.32.0", operatorv1.Calico
+			in.ImageSets = []operatorv1.ImageSet{{ObjectMeta: metav1.ObjectMeta{Name: "calico-v3.32.0"},
+				Spec: operatorv1.ImageSetSpec{Images: []operatorv1.Image{{Image: "calico/node", Digest: "sha256:1"}, {Image: "calico/cni-windows", Digest: "sha256:2"}}}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckImageSet, v1alpha1.CheckFail,
+			"ImageSet calico-v3.32.0 pins the images of Calico v3.32.0 but lists no calico/node-windows: the Tigera operator's Windows controller " +
+				"resolves calico-node-windows through it and would stay Degraded (\"Error resolving ImageSet for components\") after BGP is off. " +
+				"Add to its spec.images {image: calico/node-windows, digest: sha256:<digest of calico/node-windows:v3.32.0>}"},
+		{"an ImageSet with the Windows images passes", func() Inputs {
+			in := healthy()
+			in.Installation.Status.CalicoVersion, in.Installation.Status.Variant = "v3.32.0", operatorv1.Calico
+			in.ImageSets = []operatorv1.ImageSet{{ObjectMeta: metav1.ObjectMeta{Name: "calico-v3.32.0"},
+				Spec: operatorv1.ImageSetSpec{Images: []operatorv1.Image{{Image: "calico/node-windows"}, {Image: "calico/cni-windows"}}}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckImageSet, v1alpha1.CheckPass, "ImageSet calico-v3.32.0 lists calico/cni-windows and calico/node-windows"},
+		{"an ImageSet for another version is not checked", func() Inputs {
+			in := healthy()
+			in.Installation.Status.CalicoVersion, in.Installation.Status.Variant = "v3.32.0", operatorv1.Calico
+			in.ImageSets = []operatorv1.ImageSet{{ObjectMeta: metav1.ObjectMeta{Name: "calico-v3.31.0"}}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckImageSet, v1alpha1.CheckInfo, "no ImageSet named calico-v3.32.0"},
+		{"host-local IPAM fails", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.CNI = &operatorv1.CNISpec{Type: operatorv1.PluginCalico, IPAM: &operatorv1.IPAMSpec{Type: operatorv1.IPAMPluginHostLocal}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckCNI, v1alpha1.CheckFail, "spec.cni.ipam.type is HostLocal: the Tigera operator rejects VXLAN pools with it"},
+		{"another CNI plugin fails", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.CNI = &operatorv1.CNISpec{Type: operatorv1.PluginAmazonVPC}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckCNI, v1alpha1.CheckFail, "spec.cni.type is AmazonVPC"},
+		{"Calico CNI and IPAM pass", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.CNI = &operatorv1.CNISpec{Type: operatorv1.PluginCalico, IPAM: &operatorv1.IPAMSpec{Type: operatorv1.IPAMPluginCalico}}
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckCNI, v1alpha1.CheckPass, "Calico CNI with Calico IPAM"},
+		{"OpenShift is refused", func() Inputs {
+			in := healthy()
+			in.Installation.Spec.KubernetesProvider = operatorv1.ProviderOpenShift
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckProvider, v1alpha1.CheckFail, "kubernetesProvider OpenShift is not supported"},
 
 		// VXLAN overrides on calico-node.
 		{"a low FELIX_VXLANVNI on calico-node fails, naming it and the DaemonSet", func() Inputs {
@@ -233,11 +386,14 @@ func TestEvaluate(t *testing.T) {
 		// IPAM capacity for Windows nodes.
 		{"capacity without an expected count is information with the pods per node", healthy, v1alpha1.PreflightSpec{},
 			CheckIPAMCapacity, v1alpha1.CheckInfo,
-			"1024 blocks free in total, one per Windows node under strictAffinity (default-ipv4-ippool (172.20.0.0/16): 1024 of 1024 blocks free, 60 pods per Windows node); set spec.windowsNodes.expected to check"},
+			"1022 blocks free in total, one per Windows node under strictAffinity (default-ipv4-ippool (172.20.0.0/16): 1024 of 1024 blocks free, " +
+				"60 pods per Windows node; 2 of the shared blocks go to Linux nodes that need one (StrictAffinityCapacity)); set spec.windowsNodes.expected to check"},
 		{"capacity for the expected Windows nodes passes as information", func() Inputs {
 			in := healthy()
 			in.ExpectedWindowsNodes = ptr.To[int32](1021)
 			in.BlockCIDRs = blocks("172.20.0.0/26", "172.20.0.64/26", "172.20.1.0/26", "10.9.0.0/26")
+			in.Blocks = []BlockUsage{{CIDR: netip.MustParsePrefix("172.20.0.0/26"), Node: "linux-0", Free: 3},
+				{CIDR: netip.MustParsePrefix("172.20.0.64/26"), Node: "cp-0", Free: 1}}
 			return in
 		}, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckInfo,
 			"1021 blocks free in total for 1021 expected Windows nodes (default-ipv4-ippool (172.20.0.0/16): 1021 of 1024 blocks free, 60 pods per Windows node)"},
@@ -248,7 +404,8 @@ func TestEvaluate(t *testing.T) {
 			in.BlockCIDRs = blocks("172.20.0.0/28")
 			return in
 		}, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckFail,
-			"spec.windowsNodes.expected is 16 but only 15 blocks are free in total (small (172.20.0.0/24): 15 of 16 blocks free, 12 pods per Windows node). With strictAffinity each Windows node needs a free block of its own"},
+			"spec.windowsNodes.expected is 16 but only 13 blocks are free in total (small (172.20.0.0/24): 15 of 16 blocks free, 12 pods per Windows node; " +
+				"2 of the shared blocks go to Linux nodes that need one (StrictAffinityCapacity)). With strictAffinity each Windows node needs a free block of its own"},
 		{"pools for other nodes, disabled pools and IPv6 pools are not counted", func() Inputs {
 			in := healthy()
 			in.Installation = installationWith(
@@ -261,6 +418,31 @@ func TestEvaluate(t *testing.T) {
 			return in
 		}, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckFail,
 			`only 6 blocks are free in total (win (172.21.0.0/24): 4 of 4 blocks free, 60 pods per Windows node; all (172.22.0.0/25): 2 of 2 blocks free, 60 pods per Windows node; linux-only not counted: its nodeSelector "kubernetes.io/os == 'linux'" does not mention windows; win counted because its nodeSelector "kubernetes.io/os == 'windows'" mentions windows`},
+
+		// Capacity under strictAffinity: the reference shape of a /24 pool in four /26 blocks, three affine and full,
+		// one affine with room, one address borrowed by node-3.
+		{"Linux nodes that would get no address under strictAffinity fail with the numbers", quarterFull,
+			v1alpha1.PreflightSpec{}, CheckAffinityCapacity, v1alpha1.CheckFail,
+			"after strictAffinity, 2 Linux nodes hold no block with a free address (node-2, node-3) but only 0 blocks are free in the pools " +
+				"that serve them (small (172.20.0.0/24): 0 of 4 blocks free): without borrowing, new pods on 2 of them would get no address. " +
+				"Add a larger or an additional IPv4 pool"},
+		{"no free block for any Windows node fails", quarterFull, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckFail,
+			"no free block is left for any Windows node (small (172.20.0.0/24): 0 of 4 blocks free, 60 pods per Windows node)"},
+		{"borrowed addresses do not advise a restart", quarterFull, v1alpha1.PreflightSpec{}, CheckBorrowed, v1alpha1.CheckWarn,
+			"Do not restart those pods"},
+		{"an additional pool gives the Linux and Windows nodes their blocks", func() Inputs {
+			in := quarterFull()
+			in.Installation.Spec.CalicoNetwork.IPPools = append(in.Installation.Spec.CalicoNetwork.IPPools,
+				operatorv1.IPPool{Name: "more", CIDR: "172.21.0.0/24", BlockSize: ptr.To[int32](26)})
+			in.ExpectedWindowsNodes = ptr.To[int32](2)
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckIPAMCapacity, v1alpha1.CheckInfo, "2 blocks free in total for 2 expected Windows nodes"},
+		{"an additional pool passes the Linux nodes", func() Inputs {
+			in := quarterFull()
+			in.Installation.Spec.CalicoNetwork.IPPools = append(in.Installation.Spec.CalicoNetwork.IPPools,
+				operatorv1.IPPool{Name: "more", CIDR: "172.21.0.0/24", BlockSize: ptr.To[int32](26)})
+			return in
+		}, v1alpha1.PreflightSpec{}, CheckAffinityCapacity, v1alpha1.CheckPass, "2 Linux nodes need a new block for their next pods under strictAffinity and 4 are free"},
 
 		// kube-proxy on Windows nodes.
 		{"kube-proxy-windows on the Calico network passes", func() Inputs {
@@ -382,6 +564,45 @@ func TestEvaluate(t *testing.T) {
 			}
 			if n := len([]rune(found.Message)); n > maxMessage {
 				t.Fatalf("%s: message of %d characters, above the status bound of %d", tc.check, n, maxMessage)
+			}
+		})
+	}
+}
+
+// quarterFull is a /24 pool in four /26 blocks, every one affine: node-0's
+// first and node-2's are full, node-1's and node-0's second have room; node-3
+// holds none and borrows one address.
+func quarterFull() Inputs {
+	in := healthy()
+	in.Installation = installationWith(operatorv1.IPPool{Name: "small", CIDR: "172.20.0.0/24", BlockSize: ptr.To[int32](26)})
+	in.Nodes = []NodeAddresses{{Name: "node-0", OS: "linux"}, {Name: "node-1", OS: "linux"}, {Name: "node-2", OS: "linux"}, {Name: "node-3", OS: "linux"}}
+	in.BlockCIDRs = blocks("172.20.0.0/26", "172.20.0.64/26", "172.20.0.128/26", "172.20.0.192/26")
+	in.Blocks = []BlockUsage{
+		{CIDR: netip.MustParsePrefix("172.20.0.0/26"), Node: "node-0", Free: 0},
+		{CIDR: netip.MustParsePrefix("172.20.0.64/26"), Node: "node-1", Free: 2},
+		{CIDR: netip.MustParsePrefix("172.20.0.128/26"), Node: "node-2", Free: 0},
+		{CIDR: netip.MustParsePrefix("172.20.0.192/26"), Node: "node-0", Free: 20},
+	}
+	in.Borrowed = map[string]int{"node-3": 1}
+	return in
+}
+
+func TestHelmOwnership(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		meta metav1.ObjectMeta
+		want string
+	}{
+		{"none", metav1.ObjectMeta{}, ""},
+		{"annotation", metav1.ObjectMeta{Annotations: map[string]string{"meta.helm.sh/release-name": "rke2-calico"}},
+			"annotation meta.helm.sh/release-name=rke2-calico"},
+		{"label", metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/managed-by": "Helm"}}, "label app.kubernetes.io/managed-by=Helm"},
+		{"field manager", metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, {Manager: "helm"}}}, `field manager "helm"`},
+		{"the operator's label is not Helm's", metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/managed-by": "tigera-operator"}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, _ := HelmOwnership(&operatorv1.Installation{ObjectMeta: tc.meta}); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
 			}
 		})
 	}

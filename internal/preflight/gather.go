@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -74,6 +75,20 @@ func (a CalicoAPI) Served() bool { return a.V3["ippools"] && a.V3["ipamconfigura
 // these objects are read once per preflight and not worth caching.
 func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.Installation) (Inputs, error) {
 	in := Inputs{Installation: inst}
+	// The cached Installation has no managedFields: Helm's field manager is
+	// read from the API server.
+	if full, err := calico.GetInstallation(ctx, r); err != nil {
+		return in, err
+	} else if full != nil {
+		in.HelmEvidence, in.HelmRelease = HelmOwnership(full)
+	}
+	overlay, err := calico.GetOverlay(ctx, r)
+	if err != nil {
+		return in, err
+	}
+	in.Overlay, in.Installation = overlay, calico.Effective(inst, overlay)
+	// The checks read the Installation the operator renders.
+	inst = in.Installation
 	api, err := DiscoverCalicoAPI(d)
 	if err != nil {
 		return in, err
@@ -82,12 +97,23 @@ func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.
 	if in.Nodes, err = listNodes(ctx, r); err != nil {
 		return in, err
 	}
-	if err := getOptional(ctx, r, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, &corev1.Service{}, &in.KubeDNS); err != nil {
-		return in, err
+	if inst != nil && !inst.Spec.KubernetesProvider.IsOpenShift() {
+		// OpenShift is refused by the KubernetesProvider check, and winready
+		// has no rights in openshift-dns.
+		in.DNSService = calico.DNSService(inst.Spec.KubernetesProvider)
+		if err := getOptional(ctx, r, in.DNSService, &corev1.Service{}, &in.DNSServiceFound); err != nil {
+			return in, err
+		}
 	}
 	if err := gatherDaemonSets(ctx, r, &in); err != nil {
 		return in, err
 	}
+	// An operator without the ImageSet CRD uses image tags.
+	sets := &operatorv1.ImageSetList{}
+	if err := r.List(ctx, sets); err != nil && !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
+		return in, fmt.Errorf("listing imagesets: %w", err)
+	}
+	in.ImageSets = sets.Items
 	if !in.CalicoAPIServed {
 		return in, nil
 	}
@@ -287,6 +313,15 @@ func gatherBorrowed(ctx context.Context, r client.Reader, api CalicoAPI, in *Inp
 			host, ok := strings.CutPrefix(*b.Spec.Affinity, "host:")
 			if !ok {
 				continue
+			}
+			if cidr, err := netip.ParsePrefix(b.Spec.CIDR); err == nil {
+				free := 0
+				for _, a := range b.Spec.Allocations {
+					if a == nil {
+						free++
+					}
+				}
+				in.Blocks = append(in.Blocks, BlockUsage{CIDR: cidr, Node: host, Free: free})
 			}
 			for _, idx := range b.Spec.Allocations {
 				if idx == nil || *idx < 0 || *idx >= len(b.Spec.Attributes) {

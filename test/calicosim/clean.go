@@ -26,6 +26,10 @@ const (
 // reconcile that began before the Installation vanished may still write once) until two polls in a row find
 // nothing. Namespaces stay: envtest has no namespace controller to finish deleting them.
 func Clean(ctx context.Context, c client.Client) error {
+	overlay := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: overlayName}}
+	if err := client.IgnoreNotFound(c.Delete(ctx, overlay)); err != nil {
+		return fmt.Errorf("deleting Installation overlay: %w", err)
+	}
 	inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: installationName}}
 	if err := client.IgnoreNotFound(c.Delete(ctx, inst)); err != nil {
 		return fmt.Errorf("deleting Installation: %w", err)
@@ -66,6 +70,7 @@ func deleteSeeded(ctx context.Context, c client.Client) (int, error) {
 		{&calicov3.IPPoolList{}, []client.ListOption{client.MatchingLabels{managedByLabel: managedByValue}}},
 		{&appsv1.DaemonSetList{}, []client.ListOption{client.InNamespace(calicoNamespace)}},
 		{&operatorv1.TigeraStatusList{}, nil},
+		{&operatorv1.ImageSetList{}, nil},
 		{&corev1.NodeList{}, nil},
 	}
 	for _, l := range lists {
@@ -95,6 +100,7 @@ func deleteSeeded(ctx context.Context, c client.Client) (int, error) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: servicesEndpointCM}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: kubeadmConfigName}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: kubeDNSName}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: rke2DNSName}},
 	}
 	for _, obj := range singles {
 		err := c.Delete(ctx, obj)

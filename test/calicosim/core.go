@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/winready/winready/internal/calico"
 )
 
 const calicoVersion = "v3.32.0"
@@ -39,6 +41,7 @@ func (r *coreController) setup(mgr ctrl.Manager) error {
 		Named("calicosim-installation").
 		WithOptions(controllerOptions()).
 		For(&operatorv1.Installation{}, builder.WithPredicates(named(installationName))).
+		Watches(&operatorv1.Installation{}, toInstallation, builder.WithPredicates(named(overlayName))).
 		Watches(&corev1.ConfigMap{}, toInstallation, builder.WithPredicates(inNamespace(operatorNamespace), named(servicesEndpointCM))).
 		Watches(&appsv1.DaemonSet{}, toInstallation, builder.WithPredicates(inNamespace(calicoNamespace), named(nodeDaemonSet))).
 		Watches(&calicov3.IPPool{}, toInstallation).
@@ -75,6 +78,7 @@ func (r *coreController) Reconcile(ctx context.Context, _ reconcile.Request) (ct
 		err = serr
 	}
 	if err == nil && done && r.status.available(h) {
+		// status.computed is the merged spec, overlay included.
 		err = r.writeComputed(ctx, inst)
 	}
 	return finish(err, wait)
@@ -108,6 +112,16 @@ func (r *coreController) reconcile(ctx context.Context, inst *operatorv1.Install
 	if err := r.sim.writeDefaults(ctx, inst, func(spec *operatorv1.InstallationSpec) { fillCoreDefaults(spec, pools.Items) }); err != nil {
 		r.status.setDegraded(operatorv1.ResourceUpdateError, "Failed to write defaults", err)
 		return false, err
+	}
+
+	// Only the base is written back; the overlay is merged over it for rendering, and the merged spec is validated
+	// again (core_controller.go).
+	if err := r.sim.mergeOverlay(ctx, inst); err != nil {
+		return false, err
+	}
+	if err := validateInstallation(&inst.Spec, remembered); err != nil {
+		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidComputed, err)
+		return false, nil
 	}
 
 	enabled := 0
@@ -215,4 +229,15 @@ func (s *Simulator) defaultFelixConfiguration(ctx context.Context) error {
 		fc.Spec.VXLANPort = ptrTo(defaultVXLANPort)
 	}
 	return s.patch(ctx, fc, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// mergeOverlay merges Installation "overlay", when it exists, over inst's spec in memory, as the operator's core
+// and Windows controllers do before rendering (pkg/controller/utils/merge.go).
+func (s *Simulator) mergeOverlay(ctx context.Context, inst *operatorv1.Installation) error {
+	overlay := &operatorv1.Installation{}
+	if err := s.reader.Get(ctx, types.NamespacedName{Name: overlayName}, overlay); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	inst.Spec = calico.MergeOverlay(inst.Spec, overlay.Spec)
+	return nil
 }

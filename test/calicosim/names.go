@@ -5,11 +5,13 @@ package calicosim
 // pkg/controller/status), so that code tested against the simulator reads the same words as in a real cluster.
 const (
 	installationName   = "default"
+	overlayName        = "overlay"
 	calicoNamespace    = "calico-system"
 	operatorNamespace  = "tigera-operator"
 	kubeSystem         = "kube-system"
 	ipamConfigName     = "default"
 	kubeDNSName        = "kube-dns"
+	rke2DNSName        = "rke2-coredns-rke2-coredns"
 	kubeadmConfigName  = "kubeadm-config"
 	nodeDaemonSet      = "calico-node"
 	windowsDaemonSet   = "calico-node-windows"
@@ -62,6 +64,7 @@ const (
 // Degraded messages, word for word from the operator.
 const (
 	msgInvalidInstallation   = "Invalid Installation provided"
+	msgInvalidComputed       = "Invalid computed config"
 	msgWaitingForPools       = "waiting for enabled IP pools to be created"
 	msgWaitingForDefaulting  = "Waiting for Installation defaulting to occur"
 	msgPoolsAPIUnavailable   = "Unable to modify IP pools while Calico API server is unavailable"
@@ -77,6 +80,7 @@ const (
 	errWindowsEncapsulation    = "IPv4 IPPool encapsulation %s is not supported by Calico for Windows"
 	errIPIPNeedsBGP            = "with BIRD cluster routing mode, IPIP encapsulation requires that BGP is enabled"
 	errUnencapsulatedNeedsBGP  = "with BIRD cluster routing mode, unencapsulated IP pools require that BGP is enabled"
+	errVPPNeedsBGP             = "VPP requires BGP to be enabled"
 	msgInstallationStatusEmpty = "InstallationStatus is empty"
 	msgVNIRead                 = "Error reading VXLANVNI from FelixConfiguration"
 	errVNIMissing              = "VXLANVNI not specified in FelixConfigurationSpec"

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,6 +47,13 @@ type Cluster struct {
 	ServiceCIDRs []string
 	// KubeadmConfig nil means no kube-system/kubeadm-config ConfigMap.
 	KubeadmConfig *KubeadmConfig
+	// Provider is the Installation's spec.kubernetesProvider; Seed creates the cluster DNS Service under the name
+	// the operator looks up for it.
+	Provider operatorv1.Provider
+	// WithoutDNSService seeds no cluster DNS Service, as on a cluster whose DNS runs under another name.
+	WithoutDNSService bool
+	// Overlay, when set, is the spec of Installation "overlay", created after "default".
+	Overlay *operatorv1.InstallationSpec
 	// Installation, when set, is the user's Installation spec as written, such as one kept in Git; Pools, BGP
 	// and ServiceCIDRs are then ignored.
 	Installation *operatorv1.InstallationSpec
@@ -105,8 +113,10 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 			return err
 		}
 	}
-	if err := createKubeDNS(ctx, c); err != nil {
-		return err
+	if !cl.WithoutDNSService {
+		if err := createDNSService(ctx, c, dnsService(cl.Provider)); err != nil {
+			return err
+		}
 	}
 	if k := cl.KubeadmConfig; k != nil {
 		if err := create(ctx, c, KubeadmConfigMap(k, cl.Pools)); err != nil {
@@ -189,6 +199,12 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 	if err := c.Status().Update(ctx, inst); err != nil {
 		return fmt.Errorf("writing Installation status: %w", err)
 	}
+	if cl.Overlay != nil {
+		overlay := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: overlayName}, Spec: *cl.Overlay.DeepCopy()}
+		if err := create(ctx, c, overlay); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -210,6 +226,7 @@ func installationSpec(cl Cluster) *operatorv1.InstallationSpec {
 	if cl.BGP != "" {
 		spec.CalicoNetwork.BGP = ptrTo(cl.BGP)
 	}
+	spec.KubernetesProvider = cl.Provider
 	return spec
 }
 
@@ -261,12 +278,15 @@ func createNode(ctx context.Context, c client.Client, n Node, annotations map[st
 	return nil
 }
 
-// createKubeDNS creates kube-system/kube-dns at kubeadm's address when the API server's service range holds it,
-// and lets the API server pick an address otherwise (envtest's default range is 10.0.0.0/24).
-func createKubeDNS(ctx context.Context, c client.Client) error {
+// createDNSService creates the cluster DNS Service at kubeadm's address when the API server's service range holds
+// it, and lets the API server pick an address otherwise (envtest's default range is 10.0.0.0/24).
+func createDNSService(ctx context.Context, c client.Client, key types.NamespacedName) error {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: key.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", key.Namespace, err)
+	}
 	svc := func(ip string) *corev1.Service {
 		return &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: kubeSystem, Name: kubeDNSName, Labels: map[string]string{appLabel: kubeDNSName}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{appLabel: kubeDNSName}},
 			Spec: corev1.ServiceSpec{
 				ClusterIP: ip,
 				Selector:  map[string]string{appLabel: kubeDNSName},
@@ -282,7 +302,7 @@ func createKubeDNS(ctx context.Context, c client.Client) error {
 		err = c.Create(ctx, svc(""))
 	}
 	if err != nil {
-		return fmt.Errorf("creating Service kube-system/kube-dns: %w", err)
+		return fmt.Errorf("creating Service %s: %w", key, err)
 	}
 	return nil
 }

@@ -11,9 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/internal/calico"
 )
 
 // Settled reports whether the simulated cluster is at rest: the Installation's status.computed equals its spec
+// (merged with the overlay's, when there is one)
 // (the operator writes it only after an available reconcile of that spec), TigeraStatus calico and ippools are
 // Available, not Progressing and not Degraded at the Installation's current generation, and every DaemonSet in
 // calico-system is rolled out. When it is not, the string says what is still moving.
@@ -26,7 +29,15 @@ func Settled(ctx context.Context, c client.Reader) (bool, string, error) {
 	if err := c.Get(ctx, types.NamespacedName{Name: installationName}, inst); err != nil {
 		return false, "", err
 	}
-	if !equality.Semantic.DeepEqual(inst.Status.Computed, &inst.Spec) {
+	// With an overlay, status.computed is the merged spec.
+	computed := inst.Spec
+	overlay := &operatorv1.Installation{}
+	if err := c.Get(ctx, types.NamespacedName{Name: overlayName}, overlay); err == nil {
+		computed = calico.MergeOverlay(inst.Spec, overlay.Spec)
+	} else if client.IgnoreNotFound(err) != nil {
+		return false, "", err
+	}
+	if !equality.Semantic.DeepEqual(inst.Status.Computed, &computed) {
 		return false, fmt.Sprintf("Installation generation %d is not yet computed", inst.Generation), nil
 	}
 	for _, name := range []string{StatusCalico, StatusIPPools} {

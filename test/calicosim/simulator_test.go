@@ -145,6 +145,55 @@ var _ = Describe("the simulated Tigera operator", func() {
 			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
 		})
 
+		It("renders the overlay's bgp over default's, and writes only the merged spec into status.computed", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			bgpOn := operatorv1.BGPEnabled
+			overlay := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: "overlay"},
+				Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: &bgpOn}}}
+			Expect(k8s.Create(ctx, overlay)).To(Succeed())
+			patchInstallation(`[
+				{"op":"test","path":"/spec/calicoNetwork/bgp","value":"Enabled"},
+				{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
+			Eventually(func(g Gomega) {
+				ok, why, err := calicosim.Settled(ctx, k8s)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(ok).To(BeTrue(), why)
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+			Consistently(func() string { return env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND") }).
+				WithTimeout(300*time.Millisecond).WithPolling(20*time.Millisecond).Should(Equal("bird"), "the overlay's bgp Enabled wins")
+			Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)), "default keeps its own value")
+			Expect(installation().Status.Computed.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)))
+
+			Expect(k8s.Delete(ctx, overlay)).To(Succeed())
+			Eventually(func() string { return env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND") }).
+				WithPolling(poll).WithTimeout(settleTimeout).Should(Equal("vxlan"), "without the overlay default's bgp Disabled is rendered")
+		})
+
+		It("looks the DNS Service up by the Installation's kubernetesProvider", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			Expect(k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tigera-operator", Name: "kubernetes-services-endpoint"},
+				Data: map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10", "KUBERNETES_SERVICE_PORT": "6443"}})).To(Succeed())
+			ipam := &calicov3.IPAMConfiguration{}
+			Expect(k8s.Get(ctx, types.NamespacedName{Name: "default"}, ipam)).To(Succeed())
+			ipam.Spec.StrictAffinity = true
+			Expect(k8s.Update(ctx, ipam)).To(Succeed())
+			patchInstallation(`[{"op":"add","path":"/spec/kubernetesProvider","value":"RKE2"},
+				{"op":"add","path":"/spec/serviceCIDRs","value":["10.96.0.0/12"]},
+				{"op":"replace","path":"/spec/calicoNetwork/ipPools/0/encapsulation","value":"VXLAN"},
+				{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`)
+			Eventually(func(g Gomega) {
+				c := condition(g, calicosim.StatusCalicoWindows, operatorv1.ComponentDegraded)
+				g.Expect(c.Status).To(Equal(operatorv1.ConditionTrue))
+				g.Expect(c.Message).To(HavePrefix("rke2-coredns-rke2-coredns service not found"), "kube-dns exists but is not RKE2's")
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+
+			Expect(k8s.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "rke2-coredns-rke2-coredns"},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}})).To(Succeed())
+			Eventually(func() error {
+				return k8s.Get(ctx, types.NamespacedName{Namespace: "calico-system", Name: "calico-node-windows"}, &appsv1.DaemonSet{})
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed(), "the Service's arrival wakes the Windows controller")
+		})
+
 		It("rejects bgp Disabled while an IPv6 pool is unencapsulated", func() {
 			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
 			patchInstallation(`[{"op":"add","path":"/spec/calicoNetwork/ipPools/-","value":{"name":"default-ipv6-ippool","cidr":"fd00:10:244::/64"}}]`)
@@ -157,6 +206,17 @@ var _ = Describe("the simulated Tigera operator", func() {
 			Eventually(func(g Gomega) {
 				c := condition(g, calicosim.StatusCalico, operatorv1.ComponentDegraded)
 				g.Expect(c.Message).To(Equal("Invalid Installation provided: with BIRD cluster routing mode, unencapsulated IP pools require that BGP is enabled"))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+			Expect(env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND")).To(Equal("bird"), "nothing is rendered")
+		})
+
+		It("rejects bgp Disabled with the VPP dataplane", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			patchInstallation(`[{"op":"add","path":"/spec/calicoNetwork/linuxDataplane","value":"VPP"},
+				{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
+			Eventually(func(g Gomega) {
+				c := condition(g, calicosim.StatusCalico, operatorv1.ComponentDegraded)
+				g.Expect(c.Message).To(Equal("Invalid Installation provided: VPP requires BGP to be enabled"))
 			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
 			Expect(env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND")).To(Equal("bird"), "nothing is rendered")
 		})
@@ -290,6 +350,28 @@ var _ = Describe("the simulated Tigera operator", func() {
 			cl.ServiceCIDRs = []string{"10.96.0.0/12"}
 			Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
 			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+		})
+
+		It("keeps calico-windows Degraded while the ImageSet of the running version lacks the Windows images", func() {
+			set := &operatorv1.ImageSet{ObjectMeta: metav1.ObjectMeta{Name: "calico-v3.32.0"},
+				Spec: operatorv1.ImageSetSpec{Images: []operatorv1.Image{{Image: "calico/node", Digest: "sha256:1"}}}}
+			Expect(k8s.Create(ctx, set)).To(Succeed())
+			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`)
+			Eventually(func(g Gomega) {
+				c := condition(g, calicosim.StatusCalicoWindows, operatorv1.ComponentDegraded)
+				g.Expect(c.Status).To(Equal(operatorv1.ConditionTrue))
+				g.Expect(c.Message).To(Equal("Error resolving ImageSet for components: invalid ImageSet: " +
+					"ImageSet did not contain image calico/cni-windows,ImageSet did not contain image calico/node-windows"))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+			Expect(k8s.Get(ctx, types.NamespacedName{Namespace: "calico-system", Name: "calico-node-windows"}, &appsv1.DaemonSet{})).
+				To(Satisfy(apierrors.IsNotFound), "nothing is rendered")
+
+			set.Spec.Images = append(set.Spec.Images, operatorv1.Image{Image: "calico/cni-windows", Digest: "sha256:2"},
+				operatorv1.Image{Image: "calico/node-windows", Digest: "sha256:3"})
+			Expect(k8s.Update(ctx, set)).To(Succeed())
+			Eventually(func() error {
+				return k8s.Get(ctx, types.NamespacedName{Namespace: "calico-system", Name: "calico-node-windows"}, &appsv1.DaemonSet{})
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed(), "the ImageSet's change wakes the Windows controller")
 		})
 
 		It("renders calico-node-windows and defaults spec.windowsNodes once windowsDataplane is HNS", func() {

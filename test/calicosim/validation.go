@@ -15,6 +15,10 @@ func validateInstallation(spec *operatorv1.InstallationSpec, ep serviceEndpoint)
 	if err := validateRouting(spec); err != nil {
 		return err
 	}
+	if cn := spec.CalicoNetwork; cn != nil && cn.LinuxDataplane != nil && *cn.LinuxDataplane == operatorv1.LinuxDataplaneVPP &&
+		(cn.BGP == nil || *cn.BGP == operatorv1.BGPDisabled) {
+		return errors.New(errVPPNeedsBGP)
+	}
 	if !windowsEnabled(spec) {
 		if spec.WindowsNodes != nil {
 			return errors.New(errWindowsNodesDisabled)

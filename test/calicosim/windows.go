@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
@@ -36,12 +38,14 @@ func (r *windowsController) setup(mgr ctrl.Manager) error {
 		Named("calicosim-windows").
 		WithOptions(controllerOptions()).
 		For(&operatorv1.Installation{}, builder.WithPredicates(named(installationName))).
+		Watches(&operatorv1.Installation{}, toInstallation, builder.WithPredicates(named(overlayName))).
 		Watches(&corev1.ConfigMap{}, toInstallation, builder.WithPredicates(inNamespace(operatorNamespace), named(servicesEndpointCM))).
 		// Edits to the rendered DaemonSet are put right, as the operator's component handler does.
 		Watches(&appsv1.DaemonSet{}, toInstallation, builder.WithPredicates(inNamespace(calicoNamespace), named(windowsDaemonSet))).
-		Watches(&corev1.Service{}, toInstallation, builder.WithPredicates(inNamespace(kubeSystem), named(kubeDNSName))).
+		Watches(&corev1.Service{}, toInstallation, builder.WithPredicates(dnsServiceOfAnyProvider())).
 		Watches(&calicov3.IPAMConfiguration{}, toInstallation, builder.WithPredicates(named(ipamConfigName))).
 		Watches(&calicov3.FelixConfiguration{}, toInstallation, builder.WithPredicates(named(felixConfigName))).
+		Watches(&operatorv1.ImageSet{}, toInstallation).
 		WatchesRawSource(source.Channel(r.sim.windowsPokes, toInstallation)).
 		Complete(r)
 }
@@ -70,8 +74,8 @@ func (r *windowsController) Reconcile(ctx context.Context, _ reconcile.Request) 
 }
 
 // reconcile checks the prerequisites in the operator's order: the services endpoint ConfigMap, the Installation
-// status, validation, spec.windowsNodes, FelixConfiguration, the IPAM configuration's strictAffinity, kube-dns and
-// the VXLAN VNI; the first one missing is the Degraded message.
+// status, validation, spec.windowsNodes, FelixConfiguration, the IPAM configuration's strictAffinity, the cluster
+// DNS Service of the provider and the VXLAN VNI; the first one missing is the Degraded message.
 func (r *windowsController) reconcile(ctx context.Context, inst *operatorv1.Installation) error {
 	cm := &corev1.ConfigMap{}
 	if err := r.sim.reader.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: servicesEndpointCM}, cm); err != nil {
@@ -87,6 +91,15 @@ func (r *windowsController) reconcile(ctx context.Context, inst *operatorv1.Inst
 	if inst.Status.Variant == "" && inst.Status.Computed == nil {
 		r.status.setDegraded(operatorv1.ResourceNotReady, msgInstallationStatusEmpty, errors.New(msgInstallationStatusEmpty))
 		return nil
+	}
+	if err := validateInstallation(&inst.Spec, ep); err != nil {
+		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidInstallation, err)
+		return nil
+	}
+	// The overlay is merged after validation, and the merged spec validated again (windows_controller.go).
+	if err := r.sim.mergeOverlay(ctx, inst); err != nil {
+		r.status.setDegraded(operatorv1.ResourceReadError, "An error occurred when querying the 'overlay' Installation resource", err)
+		return err
 	}
 	if err := validateInstallation(&inst.Spec, ep); err != nil {
 		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidInstallation, err)
@@ -115,17 +128,27 @@ func (r *windowsController) reconcile(ctx context.Context, inst *operatorv1.Inst
 			return nil
 		}
 	}
+	// The operator looks the DNS Service up by the provider it detected, which it also writes into the
+	// Installation's spec.kubernetesProvider; the simulator detects nothing and takes the spec's.
+	dnsKey := dnsService(inst.Spec.KubernetesProvider)
 	dns := &corev1.Service{}
-	if err := r.sim.reader.Get(ctx, types.NamespacedName{Namespace: kubeSystem, Name: kubeDNSName}, dns); err != nil {
+	if err := r.sim.reader.Get(ctx, dnsKey, dns); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.status.setDegraded(operatorv1.ResourceNotFound, fmt.Sprintf("%s service not found", kubeDNSName), err)
+			r.status.setDegraded(operatorv1.ResourceNotFound, fmt.Sprintf("%s service not found", dnsKey.Name), err)
 			return nil
 		}
-		r.status.setDegraded(operatorv1.ResourceReadError, fmt.Sprintf("Error querying %s service", kubeDNSName), err)
+		r.status.setDegraded(operatorv1.ResourceReadError, fmt.Sprintf("Error querying %s service", dnsKey.Name), err)
 		return err
 	}
 	if felix.Spec.VXLANVNI == nil {
 		r.status.setDegraded(operatorv1.ResourceReadError, msgVNIRead, errors.New(errVNIMissing))
+		return nil
+	}
+	if msg, err := r.sim.windowsImageSet(ctx); err != nil {
+		r.status.setDegraded(operatorv1.ResourceReadError, "Error getting ImageSet", err)
+		return err
+	} else if msg != "" {
+		r.status.setDegraded(operatorv1.ResourceValidationError, "Error resolving ImageSet for components", errors.New(msg))
 		return nil
 	}
 	if err := r.sim.applyDaemonSet(ctx, renderCalicoNodeWindows(&inst.Spec, ep, dns.Spec.ClusterIPs, *felix.Spec.VXLANVNI)); err != nil {
@@ -135,4 +158,58 @@ func (r *windowsController) reconcile(ctx context.Context, inst *operatorv1.Inst
 	r.status.readyToMonitor = true
 	r.status.clearDegraded()
 	return nil
+}
+
+// dnsService is the cluster DNS Service the operator's Windows controller reads for a provider (pkg/controller/utils
+// GetDNSServiceName).
+func dnsService(provider operatorv1.Provider) types.NamespacedName {
+	switch {
+	case provider.IsOpenShift():
+		return types.NamespacedName{Namespace: "openshift-dns", Name: "dns-default"}
+	case provider.IsRKE2():
+		return types.NamespacedName{Namespace: kubeSystem, Name: rke2DNSName}
+	}
+	return types.NamespacedName{Namespace: kubeSystem, Name: kubeDNSName}
+}
+
+// dnsServiceOfAnyProvider selects the DNS Services of every provider: the Installation's provider is read at
+// reconcile time.
+func dnsServiceOfAnyProvider() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		key := client.ObjectKeyFromObject(o)
+		for _, p := range []operatorv1.Provider{operatorv1.ProviderNone, operatorv1.ProviderRKE2, operatorv1.ProviderOpenShift} {
+			if key == dnsService(p) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// windowsImageSet is imageset.GetImageSet and ResolveImages for calico-node-windows: once any ImageSet exists, the
+// one named calico-<version> must list the Windows images; "" when they resolve.
+func (s *Simulator) windowsImageSet(ctx context.Context) (string, error) {
+	list := &operatorv1.ImageSetList{}
+	if err := s.reader.List(ctx, list); err != nil {
+		return "", fmt.Errorf("failed to get imageset list: %s", err)
+	}
+	for _, is := range list.Items {
+		if is.Name != "calico-"+calicoVersion {
+			continue
+		}
+		var missing []string
+		for _, want := range []string{"calico/cni-windows", "calico/node-windows"} {
+			found := false
+			for _, img := range is.Spec.Images {
+				found = found || img.Image == want
+			}
+			if !found {
+				missing = append(missing, "ImageSet did not contain image "+want)
+			}
+		}
+		if len(missing) > 0 {
+			return "invalid ImageSet: " + strings.Join(missing, ","), nil
+		}
+	}
+	return "", nil
 }

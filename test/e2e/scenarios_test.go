@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -13,9 +14,11 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -222,6 +225,78 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 			HaveField("Message", ContainSubstring("default-ipv6-ippool (fd00:10:244::/64): Windows is IPv4 only"))), why)
 		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
 		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)))
+		deleteWR()
+	})
+
+	It("refuses a cluster without the DNS Service the Windows controller looks up, naming it, and changes nothing", func() {
+		dns := &corev1.Service{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, dns)).To(Succeed())
+		Expect(k8s.Delete(ctx, dns)).To(Succeed())
+		DeferCleanup(func() {
+			again := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: dns.Namespace, Name: dns.Name, Labels: dns.Labels},
+				Spec: corev1.ServiceSpec{Selector: dns.Spec.Selector, Ports: dns.Spec.Ports}}
+			Expect(k8s.Create(ctx, again)).To(Succeed())
+		})
+		createPausedWR()
+		Eventually(checkOf(preflight.CheckKubeDNS)).Should(And(HaveField("Result", v1alpha1.CheckFail),
+			HaveField("Message", ContainSubstring("Service kube-system/kube-dns is missing"))), why)
+		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Expect(touchedFields()).To(Equal(original))
+		deleteWR()
+	})
+
+	It("refuses an overlay Installation that keeps BGP on, giving the patch that fixes it, and changes nothing", func() {
+		bgp := operatorv1.BGPEnabled
+		overlay := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: "overlay"},
+			Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: &bgp}}}
+		Expect(k8s.Create(ctx, overlay)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, overlay))).To(Succeed()) })
+		createPausedWR()
+		Eventually(checkOf(preflight.CheckOverlay)).Should(And(HaveField("Result", v1alpha1.CheckFail),
+			HaveField("Message", ContainSubstring(`Installation overlay sets spec.calicoNetwork.bgp: Enabled`)),
+			HaveField("Message", ContainSubstring(`kubectl patch installation overlay --type merge -p '{"spec":{"calicoNetwork":{"bgp":null}}}'`))), why)
+		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Expect(touchedFields()).To(Equal(original))
+		deleteWR()
+	})
+
+	It("refuses to pin calico-node to one of several API server endpoints, listing them, and changes nothing", func() {
+		kubeadm := &corev1.ConfigMap{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, kubeadm)).To(Succeed())
+		config := kubeadm.Data["ClusterConfiguration"]
+		var kept []string
+		for _, line := range strings.Split(config, "\n") {
+			if !strings.HasPrefix(line, "controlPlaneEndpoint:") {
+				kept = append(kept, line)
+			}
+		}
+		setClusterConfiguration := func(c string) {
+			Eventually(func() error {
+				cm := &corev1.ConfigMap{}
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(kubeadm), cm); err != nil {
+					return err
+				}
+				cm.Data["ClusterConfiguration"] = c
+				return k8s.Update(ctx, cm)
+			}).Should(Succeed())
+		}
+		setClusterConfiguration(strings.Join(kept, "\n"))
+		DeferCleanup(func() { setClusterConfiguration(config) })
+		members := &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes-members",
+				Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To[int32](6443)}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.2"}}, {Addresses: []string{"10.0.0.3"}}},
+		}
+		Expect(k8s.Create(ctx, members)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, members))).To(Succeed()) })
+		createPausedWR()
+		Eventually(checkOf(preflight.CheckAPIServer)).Should(And(HaveField("Result", v1alpha1.CheckFail),
+			HaveField("Message", ContainSubstring("10.0.0.2:6443, 10.0.0.3:6443) and no stable address")),
+			HaveField("Message", ContainSubstring("Set spec.apiServer"))), why)
+		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Expect(touchedFields()).To(Equal(original))
 		deleteWR()
 	})
 
