@@ -16,8 +16,8 @@ var (
 	}, []string{"phase"})
 
 	stepDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "winready_step_duration_seconds",
-		Help:    "Time from a step's change to Calico having applied it, by step and direction.",
+		Name: "winready_step_duration_seconds",
+		Help: "Time from a step's change to Calico having applied it, by step and direction.",
 		// A step on a small cluster takes seconds; one calico-node rollout of
 		// thousands of nodes at a real pace takes a day or two.
 		Buckets: StepDurationBuckets,
