@@ -2,14 +2,19 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/plugin"
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/internal/version"
 )
@@ -26,6 +32,11 @@ import (
 // Linux node during preflight, and the responder an admin runs on a future
 // Windows node.
 func main() {
+	// Installed as kubectl-winready (krew, or a link), the binary is the
+	// kubectl plugin.
+	if strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe") == "kubectl-winready" {
+		os.Exit(runPlugin(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr, commands{
 		operator: runOperator,
 		probe:    runProbe,
@@ -205,6 +216,19 @@ func runOperator(o operatorOptions) error {
 	v := version.Get()
 	ctrl.Log.Info("starting winready", "version", v.Version, "revision", v.Revision)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// runPlugin runs kubectl winready and returns its exit status.
+func runPlugin(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := plugin.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: stdout, ErrOut: stderr})
+	cmd.SetArgs(args)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(stderr, "kubectl winready:", err)
+		return 1
+	}
+	return 0
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

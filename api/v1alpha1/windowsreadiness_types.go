@@ -317,6 +317,10 @@ const (
 	StepWindowsDataplane StepName = "WindowsDataplane"
 )
 
+// StepNames are the steps in the order a migration runs them.
+var StepNames = []StepName{StepStrictAffinity, StepEncapsulation, StepBGP, StepServicesEndpoint, StepServiceCIDRs,
+	StepWindowsDataplane}
+
 // StepState is where one step stands.
 // +kubebuilder:validation:Enum=Pending;InProgress;Completed;Reverting;Reverted
 type StepState string

@@ -1,0 +1,197 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/winready/winready/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from the output")
+
+var k8s client.Client
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		panic(err)
+	}
+	scheme, err := schemeOf()
+	if err != nil {
+		panic(err)
+	}
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		panic(err)
+	}
+	os.Exit(code)
+}
+
+// now is the clock every golden file was written with.
+var now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+
+func at(minutes int) *metav1.Time {
+	t := metav1.NewTime(now.Add(time.Duration(minutes) * time.Minute))
+	return &t
+}
+
+// seed creates the WindowsReadiness in the middle of a migration: BGP's
+// calico-node rollout under way.
+func seed(t *testing.T) {
+	t.Helper()
+	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
+		Spec: v1alpha1.WindowsReadinessSpec{Direction: v1alpha1.DirectionMigrate}}
+	if err := k8s.Create(context.Background(), wr); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := k8s.Delete(context.Background(), wr); err != nil {
+			t.Error(err)
+		}
+	})
+	wr.Status = v1alpha1.WindowsReadinessStatus{
+		ObservedGeneration: 1, Phase: v1alpha1.PhaseMigrating, CurrentStep: v1alpha1.StepBGP,
+		Message: "step 3/6 (BGP): waiting for DaemonSet calico-system/calico-node rollout (2 of 5 updated)",
+		Conditions: []metav1.Condition{
+			{Type: "Ready", Status: metav1.ConditionFalse, Reason: "WaitingForCalico", Message: "migrating", LastTransitionTime: *at(-10)},
+			{Type: "Reconciling", Status: metav1.ConditionTrue, Reason: "WaitingForCalico", Message: "step 3/6 (BGP): waiting for the rollout", LastTransitionTime: *at(-10)},
+			{Type: "Stalled", Status: metav1.ConditionFalse, Reason: "WaitingForCalico", LastTransitionTime: *at(-10)},
+		},
+		Steps: []v1alpha1.StepStatus{
+			{Name: v1alpha1.StepStrictAffinity, State: v1alpha1.StepCompleted, Changed: true, StartedAt: at(-12), FinishedAt: at(-11)},
+			{Name: v1alpha1.StepEncapsulation, State: v1alpha1.StepCompleted, Changed: true, StartedAt: at(-11), FinishedAt: at(-10)},
+			{Name: v1alpha1.StepBGP, State: v1alpha1.StepInProgress, Changed: true, StartedAt: at(-10), Message: "waiting for the rollout"},
+			{Name: v1alpha1.StepServicesEndpoint, State: v1alpha1.StepPending},
+		},
+		Rollout: &v1alpha1.RolloutStatus{DaemonSet: "calico-system/calico-node", Updated: 2, Total: 5, Progress: "2/5",
+			PacePerNode: &metav1.Duration{Duration: 27 * time.Second}, EstimatedTimeLeft: &metav1.Duration{Duration: 81 * time.Second}},
+		Preflight: &v1alpha1.PreflightStatus{Checks: []v1alpha1.PreflightCheck{
+			{Name: "IPIPPools", Result: v1alpha1.CheckPass, Message: "no IPIP pool"},
+			{Name: "KubeDNS", Result: v1alpha1.CheckPass, Message: "Service kube-system/kube-dns exists"}}},
+	}
+	if err := k8s.Status().Update(context.Background(), wr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run runs kubectl winready with args against the suite's API server.
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	o := &options{flags: genericclioptions.NewConfigFlags(true), now: func() time.Time { return now },
+		streams:   genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut},
+		newClient: func() (client.Client, error) { return k8s, nil }}
+	cmd := newCommand(o)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -run %s -update rewrites it):\n--- got\n%s--- want\n%s", path, t.Name(), got, want)
+	}
+}
+
+func getWR(t *testing.T) *v1alpha1.WindowsReadiness {
+	t.Helper()
+	wr := &v1alpha1.WindowsReadiness{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Name: v1alpha1.Name}, wr); err != nil {
+		t.Fatal(err)
+	}
+	return wr
+}
+
+func TestStatusShowsTheTree(t *testing.T) {
+	seed(t)
+	out, err := run(t, "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status", out)
+}
+
+func TestStatusAsYAML(t *testing.T) {
+	seed(t)
+	out, err := run(t, "status", "-o", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains([]byte(out), []byte("currentStep: BGP")) || !bytes.Contains([]byte(out), []byte("kind: WindowsReadiness")) {
+		t.Errorf("-o yaml printed:\n%s", out)
+	}
+	if _, err := run(t, "status", "-o", "wide"); err == nil {
+		t.Error("-o wide was accepted")
+	}
+}
+
+func TestApproveAddsTheStepOnce(t *testing.T) {
+	seed(t)
+	out, err := run(t, "approve", "BGP")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "approve", out)
+	again, err := run(t, "approve", "BGP")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "approve-again", again)
+	if got := getWR(t).Spec.ApprovedSteps; len(got) != 1 || got[0] != v1alpha1.StepBGP {
+		t.Errorf("spec.approvedSteps %v", got)
+	}
+	if _, err := run(t, "approve", "Bgp"); err == nil {
+		t.Error("an unknown step was approved")
+	}
+}
+
+func TestPauseResumeAndRollbackEachPatchOneField(t *testing.T) {
+	seed(t)
+	var outs string
+	for _, tc := range []struct {
+		cmd   string
+		check func(*v1alpha1.WindowsReadiness) bool
+	}{
+		{"pause", func(wr *v1alpha1.WindowsReadiness) bool { return wr.Spec.Paused }},
+		{"resume", func(wr *v1alpha1.WindowsReadiness) bool { return !wr.Spec.Paused }},
+		{"rollback", func(wr *v1alpha1.WindowsReadiness) bool { return wr.Spec.Direction == v1alpha1.DirectionRollback }},
+	} {
+		out, err := run(t, tc.cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs += "$ kubectl winready " + tc.cmd + "\n" + out
+		if wr := getWR(t); !tc.check(wr) {
+			t.Errorf("after %s the spec is %+v", tc.cmd, wr.Spec)
+		}
+	}
+	golden(t, "pause-resume-rollback", outs)
+}

@@ -1,0 +1,165 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+)
+
+func schemeOf() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := calico.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, v1alpha1.AddToScheme(s)
+}
+
+func statusCommand(o *options) *cobra.Command {
+	var output string
+	var watch bool
+	var interval time.Duration
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show where the migration stands: conditions, steps, the rollout, the preflight, Windows node joins",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			for {
+				if err := o.status(cmd.Context(), c, output); err != nil || !watch {
+					return err
+				}
+				select {
+				case <-cmd.Context().Done():
+					return nil
+				case <-time.After(interval):
+				}
+				fmt.Fprintln(o.streams.Out)
+			}
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml: the whole object instead of the tree")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "print the tree again every --interval until interrupted")
+	cmd.Flags().DurationVar(&interval, "interval", 5*time.Second, "how often --watch prints")
+	return cmd
+}
+
+func (o *options) status(ctx context.Context, c client.Client, output string) error {
+	wr, err := o.get(ctx, c)
+	if err != nil {
+		return err
+	}
+	wr.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("WindowsReadiness"))
+	if done, err := printAs(o.streams.Out, output, wr); done {
+		return err
+	}
+	describe(o.streams.Out, wr, o.now())
+	return nil
+}
+
+// tree writes clusterctl-describe-style lines, two levels deep.
+type tree struct {
+	w io.Writer
+	// sectionLast is whether the section being written is the last one.
+	sectionLast bool
+}
+
+func (t *tree) line(depth int, last bool, format string, a ...any) {
+	prefix := ""
+	switch depth {
+	case 1:
+		t.sectionLast = last
+	case 2:
+		prefix = "│  "
+		if t.sectionLast {
+			prefix = "   "
+		}
+	}
+	if depth > 0 {
+		if last {
+			prefix += "└─ "
+		} else {
+			prefix += "├─ "
+		}
+	}
+	fmt.Fprintln(t.w, strings.TrimRight(fmt.Sprintf(prefix+format, a...), " "))
+}
+
+// describe writes the WindowsReadiness as a tree, durations counted to now.
+func describe(w io.Writer, wr *v1alpha1.WindowsReadiness, now time.Time) {
+	t := &tree{w: w}
+	st := wr.Status
+	t.line(0, false, "WindowsReadiness/%s  direction %s  phase %s  generation %d (observed %d)",
+		wr.Name, wr.Spec.Direction, orNone(string(st.Phase)), wr.Generation, st.ObservedGeneration)
+	if st.Message != "" {
+		t.line(1, false, "Message: %s", st.Message)
+	}
+	t.line(1, false, "Conditions")
+	for i, c := range st.Conditions {
+		t.line(2, i == len(st.Conditions)-1, "%-22s %-5s %-24s %s", c.Type, c.Status, c.Reason, c.Message)
+	}
+	t.line(1, false, "Steps")
+	for i, s := range st.Steps {
+		changed := ""
+		if s.Changed {
+			changed = "changed"
+		}
+		t.line(2, i == len(st.Steps)-1, "%-16s %-10s %-8s %-7s %s", s.Name, s.State, stepDuration(s, now), changed, s.Message)
+	}
+	if r := st.Rollout; r != nil {
+		pace, left := "pace unknown", "time left unknown"
+		if r.PacePerNode != nil {
+			pace = r.PacePerNode.Duration.Round(time.Second).String() + "/node"
+		}
+		if r.EstimatedTimeLeft != nil {
+			left = r.EstimatedTimeLeft.Duration.Round(time.Second).String() + " left"
+		}
+		t.line(1, false, "Rollout %s: %d/%d updated, %d unavailable, %s, %s", r.DaemonSet, r.Updated, r.Total, r.Unavailable, pace, left)
+	}
+	if pf := st.Preflight; pf != nil {
+		t.line(1, false, "Preflight")
+		for i, c := range pf.Checks {
+			t.line(2, i == len(pf.Checks)-1, "%-5s %-26s %s", c.Result, c.Name, c.Message)
+		}
+	}
+	t.line(1, true, "Windows nodes")
+	if len(st.WindowsNodeJoins) == 0 {
+		t.line(2, true, "none has joined")
+	}
+	for i, j := range st.WindowsNodeJoins {
+		waiting := ""
+		if j.WaitingFor != "" {
+			waiting = "waiting for " + j.WaitingFor
+		}
+		t.line(2, i == len(st.WindowsNodeJoins)-1, "%-20s %-8s %s", j.Name, j.State, waiting)
+	}
+}
+
+func stepDuration(s v1alpha1.StepStatus, now time.Time) string {
+	if s.StartedAt == nil {
+		return "-"
+	}
+	end := now
+	if s.FinishedAt != nil {
+		end = s.FinishedAt.Time
+	}
+	return end.Sub(s.StartedAt.Time).Round(time.Second).String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none yet)"
+	}
+	return s
+}
