@@ -115,3 +115,5 @@ release: ## Write the release into dist/: image, install.yaml pinned by digest, 
 release-check: release envtest-assets ## Build the release and check it: image config, its binary runs, a rebuild has the same digest, install.yaml applies.
 	WINREADY_DIST=$(CURDIR)/dist WINREADY_VERSION=$(VERSION) WINREADY_REGISTRY=$(REGISTRY) KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) \
 		go test ./hack/release/ -count=1 -run TestTheReleaseAsBuilt -v
+	cd test/krew && { go mod tidy -diff || { echo "test/krew: run go mod tidy there and commit"; exit 1; }; }
+	cd test/krew && WINREADY_DIST=$(CURDIR)/dist go test ./... -count=1 -v

@@ -36,12 +36,13 @@ const (
 var platforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
 
 type options struct {
-	version  string
-	revision string
-	registry string
-	out      string
-	repo     string
-	epoch    time.Time
+	version   string
+	revision  string
+	registry  string
+	out       string
+	repo      string
+	downloads string
+	epoch     time.Time
 }
 
 func main() {
@@ -61,6 +62,7 @@ func run(args []string) error {
 	fs.StringVar(&o.registry, "registry", "ghcr.io/winready", "the registry the manifest points at: the image is REGISTRY/winready@sha256:<digest>")
 	fs.StringVar(&o.out, "out", "dist", "where to write")
 	fs.StringVar(&o.repo, "repo", ".", "the checkout to build")
+	fs.StringVar(&o.downloads, "downloads", "", "where the release's files are published, for the krew manifest; default the GitHub release of --version")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -162,8 +164,9 @@ func buildImage(o options) (string, error) {
 }
 
 // buildRelease writes the rest of the release beside the image: the Windows
-// responder, install.yaml pinned to the image's digest, the SBOM and the
-// checksums of every file.
+// responder, install.yaml pinned to the image's digest, the SBOM, kubectl
+// winready's archives with their krew manifest, and the checksums of every
+// file.
 func buildRelease(o options, digest string) error {
 	exe, err := filepath.Abs(filepath.Join(o.out, binaryName("windows", "amd64")))
 	if err != nil {
@@ -182,6 +185,13 @@ func buildRelease(o options, digest string) error {
 		return err
 	}
 	if err := sbom(o); err != nil {
+		return err
+	}
+	downloads := o.downloads
+	if downloads == "" {
+		downloads = source + "/releases/download/" + o.version
+	}
+	if err := buildPlugin(o, downloads); err != nil {
 		return err
 	}
 	return checksums(o.out)

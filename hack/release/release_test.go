@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/winready/winready/test/install"
 )
@@ -238,6 +240,8 @@ func TestTheReleaseAsBuilt(t *testing.T) {
 		}
 	})
 
+	t.Run("the krew manifest passes krew's validation and names the archives", func(t *testing.T) { checkKrew(t, dist) })
+
 	t.Run("install.yaml pins the image by digest and applies cleanly", func(t *testing.T) {
 		data, err := os.ReadFile(filepath.Join(dist, "install.yaml"))
 		if err != nil {
@@ -264,6 +268,46 @@ func repository(t *testing.T) string {
 	return strings.TrimSuffix(reg, "/")
 }
 
+// checkKrew checks that every platform of winready.krew.yaml names an
+// archive of the release by its checksum, holding the plugin's binary;
+// test/krew validates the manifest against krew's own types.
+func checkKrew(t *testing.T, dist string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dist, "winready.krew.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Spec struct {
+			Platforms []krewPlatform `json:"platforms"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Spec.Platforms) != len(krewPlatforms) {
+		t.Errorf("%d platforms, want %d", len(m.Spec.Platforms), len(krewPlatforms))
+	}
+	for _, pl := range m.Spec.Platforms {
+		archive := filepath.Join(dist, filepath.Base(pl.URI))
+		data, err := os.ReadFile(archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != pl.SHA256 {
+			t.Errorf("%s: the manifest's sha256 is not the archive's", archive)
+		}
+		gz, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hdr, err := tar.NewReader(gz).Next()
+		if err != nil || hdr.Name != pl.Bin || hdr.Mode != 0o755 {
+			t.Errorf("%s holds %v (%v), want %s", archive, hdr, err, pl.Bin)
+		}
+	}
+}
+
 func checkSums(t *testing.T, dist string) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dist, "SHA256SUMS"))
@@ -288,7 +332,8 @@ func checkSums(t *testing.T, dist string) {
 		}
 		listed[name] = true
 	}
-	for _, want := range []string{"install.yaml", "image.digest", "winready-image.tar", "sbom.cdx.json",
+	for _, want := range []string{"install.yaml", "image.digest", "winready-image.tar", "sbom.cdx.json", "winready.krew.yaml",
+		"kubectl-winready_linux_amd64.tar.gz", "kubectl-winready_windows_amd64.tar.gz",
 		"winready.exe", "winready-linux-amd64", "winready-linux-arm64"} {
 		if !listed[want] {
 			t.Errorf("SHA256SUMS does not list %s", want)
