@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -17,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -540,7 +543,77 @@ var _ = Describe("winready with least privilege", func() {
 		Expect(probe.MissingReports).To(BeZero(), "each agent's report was admitted")
 		Expect(probe.PassedPairs).To(BeEquivalentTo(6))
 		mu.Lock()
-		defer mu.Unlock()
 		Expect(wrote).To(HaveLen(3), "every report went through its agent's token")
+		mu.Unlock()
+
+		By("rolling back under the same identity, within the fields winready owns")
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(servicesEndpoint()).To(BeNil(), "the ConfigMap winready created is deleted again")
+		Expect(ipamConfig().Spec.StrictAffinity).To(BeFalse())
+	})
+})
+
+// managerPatch sends a dry-run patch as the manager's ServiceAccount.
+func managerPatch(obj client.Object, pt types.PatchType, data string) error {
+	return asManager().Patch(ctx, obj, client.RawPatch(pt, []byte(data)), client.DryRunAll)
+}
+
+var _ = Describe("The manager's writes to Calico's objects", func() {
+	AfterEach(func() { resetCluster(nil) })
+
+	It("are held to the fields winready owns", func() {
+		seed(calicosim.MainCluster())
+		inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName}}
+		refusedInst := map[string]string{
+			"registry":        `[{"op":"add","path":"/spec/registry","value":"attacker.example.com/"}]`,
+			"imagePath":       `[{"op":"add","path":"/spec/imagePath","value":"attacker"}]`,
+			"a component":     `[{"op":"add","path":"/spec/calicoNodeDaemonSet","value":{"spec":{"template":{"spec":{"containers":[{"name":"calico-node","resources":{}}]}}}}}]`,
+			"calicoNetwork":   `[{"op":"add","path":"/spec/calicoNetwork/linuxDataplane","value":"BPF"}]`,
+			"a pool's fields": `[{"op":"replace","path":"/spec/calicoNetwork/ipPools/0/natOutgoing","value":"Disabled"}]`,
+			"a new pool":      `[{"op":"add","path":"/spec/calicoNetwork/ipPools/-","value":{"cidr":"10.244.0.0/16","encapsulation":"VXLAN"}}]`,
+			"labels":          `[{"op":"add","path":"/metadata/labels","value":{"example.com/x":"y"}}]`,
+		}
+		Eventually(func() error {
+			return managerPatch(inst, types.JSONPatchType, refusedInst["registry"])
+		}).Should(MatchError(ContainSubstring("winready changes only calicoNetwork")), "the policy is in force")
+		for what, patch := range refusedInst {
+			Expect(managerPatch(inst, types.JSONPatchType, patch)).To(MatchError(ContainSubstring("winready")), what)
+			Expect(k8s.Patch(ctx, inst, client.RawPatch(types.JSONPatchType, []byte(patch)), client.DryRunAll)).
+				To(Succeed(), "others are not held to it: %s", what)
+		}
+		Expect(managerPatch(inst, types.JSONPatchType, `[
+			{"op":"replace","path":"/spec/calicoNetwork/ipPools/0/encapsulation","value":"VXLAN"},
+			{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"},
+			{"op":"add","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"},
+			{"op":"add","path":"/spec/serviceCIDRs","value":["10.96.0.0/12"]},
+			{"op":"add","path":"/spec/nodeUpdateStrategy","value":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"10%"}}}]`)).
+			To(Succeed(), "the fields winready owns")
+
+		By("the services endpoint ConfigMap: its two keys only")
+		endpoint := func(name string, data map[string]string) *corev1.ConfigMap {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: calico.OperatorNamespace, Name: name}, Data: data}
+		}
+		Expect(createAsManager(endpoint(calico.ServicesEndpointConfigMap, map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10",
+			"KUBERNETES_SERVICE_PORT": "6443"}))).To(Succeed())
+		Expect(createAsManager(endpoint(calico.ServicesEndpointConfigMap, map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10",
+			"OTHER": "x"}))).To(MatchError(ContainSubstring("writes only KUBERNETES_SERVICE_HOST")))
+		Expect(createAsManager(endpoint("other", map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10"}))).
+			To(MatchError(ContainSubstring("writes only the ConfigMap kubernetes-services-endpoint")))
+		kept := endpoint(calico.ServicesEndpointConfigMap, map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10", "OTHER": "people's"})
+		Expect(k8s.Create(ctx, kept)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, kept))).To(Succeed()) })
+		Expect(managerPatch(kept, types.MergePatchType, `{"data":{"KUBERNETES_SERVICE_PORT":"6443"}}`)).To(Succeed())
+		Expect(managerPatch(kept, types.MergePatchType, `{"data":{"OTHER":"attacker's"}}`)).
+			To(MatchError(ContainSubstring("writes only KUBERNETES_SERVICE_HOST")))
+		Expect(asManager().Delete(ctx, kept, client.DryRunAll)).To(MatchError(ContainSubstring("holds nothing else")))
+
+		By("IPAMConfiguration default: strictAffinity only")
+		ipam := &calicov3.IPAMConfiguration{ObjectMeta: metav1.ObjectMeta{Name: calico.IPAMConfigName}}
+		Expect(managerPatch(ipam, types.MergePatchType, `{"spec":{"strictAffinity":true}}`)).To(Succeed())
+		Expect(managerPatch(ipam, types.MergePatchType, `{"spec":{"maxBlocksPerHost":1}}`)).
+			To(MatchError(ContainSubstring("only strictAffinity")))
+		Expect(managerPatch(ipam, types.MergePatchType, `{"spec":{"autoAllocateBlocks":false}}`)).
+			To(MatchError(ContainSubstring("only strictAffinity")))
 	})
 })
