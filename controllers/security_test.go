@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -394,17 +395,44 @@ var _ = Describe("Admission in the probe namespace", func() {
 			"read-only root filesystem": func(ds *appsv1.DaemonSet) {
 				ds.Spec.Template.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem = ptr.To(false)
 			},
+			// A host-process container needs the host network, which only
+			// the probe has.
+			"no hostProcess": func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.Containers[0].SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{HostProcess: ptr.To(true)}
+			},
 			"no other host namespace":              func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.HostPID = true },
 			"only the probe uses the host network": func(ds *appsv1.DaemonSet) { ds.Name = "other" },
+		}
+		for why, change := range podTemplatePins {
+			rejected[why] = change
 		}
 		for why, change := range rejected {
 			ds := probeDaemonSet(managerImage)
 			change(ds)
 			Expect(createAsManager(ds)).To(MatchError(ContainSubstring(why)), why)
 		}
+		for why, change := range podTemplatePins {
+			check := podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+			change(check)
+			Expect(createAsManager(check)).To(MatchError(ContainSubstring(why)), "the pod network check: %s", why)
+		}
+		check := podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check.Spec.Template.Spec.Containers[0].Args = []string{"probe", "--namespace=" + probeNamespace}
+		Expect(createAsManager(check)).To(MatchError(ContainSubstring("the pod network check runs its fixed command")))
+		// An unmasked /proc needs a user namespace, which the API server's
+		// validation already refuses on the host network: only the pod
+		// network check could ask for it.
+		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check.Spec.Template.Spec.HostUsers = ptr.To(false)
+		check.Spec.Template.Spec.Containers[0].SecurityContext.ProcMount = ptr.To(corev1.UnmaskedProcMount)
+		Expect(createAsManager(check)).To(MatchError(ContainSubstring("no procMount")))
+		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "any"}}}}}}}}
+		Expect(createAsManager(check)).To(MatchError(ContainSubstring("no Secret in a projected volume")))
 
 		By("leaving room for DaemonSets at the restricted level, such as the pod network check")
-		check := podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
 		Expect(createAsManager(check)).To(Succeed())
 		check.Spec.Template.Spec.ServiceAccountName = preflight.ProbeServiceAccount
 		Expect(createAsManager(check)).To(MatchError(ContainSubstring("only the probe runs as the winready-probe ServiceAccount")))
@@ -418,6 +446,64 @@ var _ = Describe("Admission in the probe namespace", func() {
 		outside := probeDaemonSet(managerImage)
 		outside.Namespace = operatorNamespace
 		Expect(apierrors.IsForbidden(createAsManager(outside))).To(BeTrue(), "no DaemonSet outside the probe namespace")
+	})
+})
+
+// podTemplatePins are changes to a pod template that no DaemonSet in the
+// probe namespace may make, by the message that refuses each.
+var podTemplatePins = map[string]func(*appsv1.DaemonSet){
+	"seccomp RuntimeDefault": func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+	},
+	"no AppArmor Unconfined": func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+	},
+	"no SELinux options": func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"}
+	},
+	"no lifecycle hooks": func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{
+			Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "id"}}}}
+	},
+	"no probe reaches another host": func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			HTTPGet: &corev1.HTTPGetAction{Host: "169.254.169.254", Path: "/latest/meta-data/", Port: intstr.FromInt32(80)}}}
+	},
+	"no priority class": func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.PriorityClassName = "system-node-critical" },
+	"no runtime class":  func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.RuntimeClassName = ptr.To("unconfined") },
+}
+
+var _ = Describe("Services in the probe namespace", func() {
+	It("admit only the pod network check's ClusterIP Service", func() {
+		svc := func(change func(*corev1.Service)) *corev1.Service {
+			s := podcheck.Service(probeNamespace, nil)
+			change(s)
+			return s
+		}
+		Eventually(func() error {
+			return createAsManager(svc(func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"8.8.8.8"} }))
+		}).Should(MatchError(ContainSubstring("no external IPs")), "the policy is in force")
+		Expect(createAsManager(svc(func(*corev1.Service) {}))).To(Succeed(), "the pod network check's Service")
+		rejected := map[string]func(*corev1.Service){
+			"type ClusterIP":  func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort },
+			"type ClusterIP ": func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer },
+			"no external IPs": func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"10.96.0.1"} },
+			"only the Service winready-podcheck": func(s *corev1.Service) {
+				s.Name = "other"
+			},
+			"selects only the pod network check's pods": func(s *corev1.Service) {
+				s.Spec.Selector = map[string]string{"app.kubernetes.io/component": "probe", "app.kubernetes.io/name": "winready"}
+			},
+			"only its echo port": func(s *corev1.Service) {
+				s.Spec.Ports[0].TargetPort = intstr.FromInt32(10250)
+			},
+			"only its echo port ": func(s *corev1.Service) {
+				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "kubelet", Port: 10250, Protocol: corev1.ProtocolTCP})
+			},
+		}
+		for why, change := range rejected {
+			Expect(createAsManager(svc(change))).To(MatchError(ContainSubstring(strings.TrimSpace(why))), why)
+		}
 	})
 })
 
