@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -34,6 +35,10 @@ const (
 	PlanRound    = "round"
 	PlanDuration = "duration"
 	PlanExtra    = "extra"
+	// PlanSecret is the round's random secret (hex), with which the agents
+	// sign their probes. The plan is readable only by the manager and the
+	// round's agents, so no other pod can forge a probe that counts.
+	PlanSecret = PlanMetaPrefix + "secret"
 	// Report keys.
 	ReportNode         = "node"
 	ReportRound        = "round"
@@ -95,6 +100,9 @@ type NodePlan struct {
 	IP       netip.Addr
 	Peers    []netip.Addr
 	Extra    []netip.Addr
+	// Secret is the round's secret; empty in a plan without one (the pod
+	// network check's).
+	Secret []byte
 }
 
 // DecodePlan reads node's part of a plan ConfigMap.
@@ -120,7 +128,11 @@ func DecodePlan(data map[string]string, node string) (NodePlan, error) {
 	if err != nil {
 		return NodePlan{}, err
 	}
-	return NodePlan{Round: data[PlanRound], Duration: d, IP: ip, Peers: peers, Extra: extra}, nil
+	secret, err := hex.DecodeString(data[PlanSecret])
+	if err != nil {
+		return NodePlan{}, fmt.Errorf("plan secret: %w", err)
+	}
+	return NodePlan{Round: data[PlanRound], Duration: d, IP: ip, Peers: peers, Extra: extra, Secret: secret}, nil
 }
 
 // ReadPlan reads back the plan the agents of round were given: the nodes and
@@ -172,6 +184,11 @@ func StartRound(ctx context.Context, c client.Client, cfg RoundConfig, round str
 		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: ProbeName, OwnerReferences: owner},
 		Data:       EncodePlan(round, cfg, nodes, Plan(nodes, round)),
 	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return fmt.Errorf("making the probe round's secret: %w", err)
+	}
+	plan.Data[PlanSecret] = hex.EncodeToString(secret)
 	if err := Cleanup(ctx, c, cfg.Namespace); err != nil {
 		return err
 	}
