@@ -73,7 +73,7 @@ func runProbe(args []string) error {
 	}
 	report := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: *namespace, Name: preflight.ReportName(*node),
-			Labels: map[string]string{preflight.ReportLabel: np.Round}},
+			Labels: preflight.ReportLabels(np.Round)},
 		Data: data,
 	}
 	if err := c.Create(ctx, report); apierrors.IsAlreadyExists(err) {

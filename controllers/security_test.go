@@ -531,7 +531,13 @@ func asManager() client.Client { return asUser(asManagerConfig) }
 // tokenClient is a client with the token of the agents' ServiceAccount that
 // the request asks for.
 func tokenClient(spec authenticationv1.TokenRequestSpec) client.Client {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ProbeServiceAccount}}
+	return tokenClientFor(preflight.ProbeServiceAccount, spec)
+}
+
+// tokenClientFor is tokenClient for another ServiceAccount of the probe
+// namespace.
+func tokenClientFor(account string, spec authenticationv1.TokenRequestSpec) client.Client {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: account}}
 	spec.ExpirationSeconds = ptr.To[int64](3600)
 	tr := &authenticationv1.TokenRequest{Spec: spec}
 	Expect(k8s.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
@@ -548,15 +554,18 @@ func createAsManager(obj client.Object) error {
 
 // agentOn is a client holding a token bound to a probe pod on node, as the
 // agent running there holds; the pod is removed after the spec.
-func agentOn(node string) client.Client {
+func agentOn(node string) client.Client { return agentOnAs(preflight.ProbeServiceAccount, node) }
+
+// agentOnAs is agentOn for the agents running as account.
+func agentOnAs(account, node string) client.Client {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, GenerateName: "agent-"},
-		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: preflight.ProbeServiceAccount,
+		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: account,
 			Containers: []corev1.Container{{Name: "probe", Image: managerImage}}}}
 	Expect(k8s.Create(ctx, pod)).To(Succeed())
 	DeferCleanup(func() {
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)))).To(Succeed())
 	})
-	return tokenClient(authenticationv1.TokenRequestSpec{
+	return tokenClientFor(account, authenticationv1.TokenRequestSpec{
 		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
 	})
 }
@@ -565,7 +574,7 @@ func agentOn(node string) client.Client {
 func report(node, claimed string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ReportName(node),
-			Labels: map[string]string{preflight.ReportLabel: "r"}},
+			Labels: preflight.ReportLabels("r")},
 		Data: preflight.EncodeReport("r", claimed, "capture", nil, nil, ""),
 	}
 }
@@ -596,6 +605,26 @@ var _ = Describe("Probe reports", func() {
 		By("refusing a token bound to no pod")
 		unbound := tokenClient(authenticationv1.TokenRequestSpec{})
 		Expect(unbound.Create(ctx, report("node-a", "node-a"), client.DryRunAll)).To(MatchError(ContainSubstring("the token of its pod")))
+
+		By("refusing a token bound to the node rather than to a pod on it")
+		node := &corev1.Node{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "node-a"}, node)).To(Succeed())
+		nodeBound := tokenClient(authenticationv1.TokenRequestSpec{
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID},
+		})
+		Expect(nodeBound.Create(ctx, report("node-a", "node-a"), client.DryRunAll)).To(MatchError(ContainSubstring("the token of its pod")))
+
+		By("holding each agent to its own kind's report")
+		unlabelled := report("node-a", "node-a")
+		delete(unlabelled.Labels, preflight.ComponentLabel)
+		Expect(a.Create(ctx, unlabelled, client.DryRunAll)).To(MatchError(ContainSubstring("its own kind's report")))
+		check := agentOnAs(podcheck.ServiceAccount, "node-a")
+		forged := report("node-a", "node-a")
+		forged.Name = podcheck.ReportName("node-a")
+		Expect(check.Create(ctx, forged, client.DryRunAll)).To(MatchError(ContainSubstring("its own kind's report")),
+			"a pod network check token writes no report the probe round counts")
+		Expect(check.Create(ctx, podcheck.Report(probeNamespace, "r", "node-a", map[string]string{preflight.ReportNode: "node-a"}),
+			client.DryRunAll)).To(Succeed(), "its own report")
 	})
 
 })

@@ -31,6 +31,12 @@ const (
 	ProbeServiceAccount   = "winready-probe"
 	// ReportLabel marks report ConfigMaps; its value is the round.
 	ReportLabel = "winready.io/probe-round"
+	// ComponentLabel tells the kinds of report apart: the UDP probe's carry
+	// ProbeComponent, the pod network check's its own. Admission holds each
+	// agent to its kind's value, so that a pod network check token cannot
+	// write a report the probe round counts.
+	ComponentLabel = "app.kubernetes.io/component"
+	ProbeComponent = "probe"
 	// Plan keys besides one key per node name.
 	PlanRound    = "round"
 	PlanDuration = "duration"
@@ -257,6 +263,11 @@ func RoundReportName(kind, node string) string {
 	return kind + "-report-" + hex.EncodeToString(sum[:16])
 }
 
+// ReportLabels are the labels of an agent's report of round.
+func ReportLabels(round string) map[string]string {
+	return map[string]string{ReportLabel: round, ComponentLabel: ProbeComponent}
+}
+
 // EncodeReport is the ConfigMap data of an agent's report.
 func EncodeReport(round, node, mode string, receivedFrom, echoedBy []netip.Addr, failure string) map[string]string {
 	return map[string]string{ReportRound: round, ReportNode: node, ReportMode: mode,
@@ -267,7 +278,7 @@ func EncodeReport(round, node, mode string, receivedFrom, echoedBy []netip.Addr,
 // counts as missing, with its error kept for the message.
 func ReadReports(ctx context.Context, r client.Reader, namespace, round string) ([]Report, map[string]string, error) {
 	list := &corev1.ConfigMapList{}
-	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{ReportLabel: round}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(ReportLabels(round))); err != nil {
 		return nil, nil, fmt.Errorf("listing probe reports: %w", err)
 	}
 	reports := make([]Report, 0, len(list.Items))

@@ -139,7 +139,7 @@ func (a *ProbeAgents) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		}
 		report := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: preflight.ReportName(name),
-				Labels: map[string]string{preflight.ReportLabel: round}},
+				Labels: preflight.ReportLabels(round)},
 			Data: preflight.EncodeReport(round, name, probe.ModeCapture, received[np.IP], echoed, ""),
 		}
 		c := a.client
