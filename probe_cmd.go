@@ -55,7 +55,15 @@ func runProbe(args []string) error {
 	if err != nil {
 		return err
 	}
-	agent, err := probe.Open(probe.AgentConfig{Round: probe.RoundKey(np.Round), NodeIP: np.IP, Peers: np.Peers, Extra: np.Extra, Duration: np.Duration})
+	var agent *probe.Agent
+	if len(np.Secret) == 0 {
+		// Unsigned probes could be forged by any pod: a plan without a
+		// secret is from another release, and its round fails visibly.
+		err = errors.New("the probe plan carries no round secret")
+	} else {
+		agent, err = probe.Open(probe.AgentConfig{Round: probe.RoundKey(np.Round), Secret: np.Secret, NodeIP: np.IP,
+			Peers: np.Peers, Extra: np.Extra, Duration: np.Duration})
+	}
 	var data map[string]string
 	if err != nil {
 		data = preflight.EncodeReport(np.Round, *node, "", nil, nil, err.Error())
@@ -65,7 +73,7 @@ func runProbe(args []string) error {
 	}
 	report := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: *namespace, Name: preflight.ReportName(*node),
-			Labels: map[string]string{preflight.ReportLabel: np.Round}},
+			Labels: preflight.ReportLabels(np.Round)},
 		Data: data,
 	}
 	if err := c.Create(ctx, report); apierrors.IsAlreadyExists(err) {

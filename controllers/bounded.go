@@ -9,7 +9,8 @@ import (
 
 // maxMessage is the CRD's limit on status.message, condition messages and
 // step messages: a longer string makes the API server reject the whole
-// status patch.
+// status patch. events.k8s.io/v1 holds an Event's note to the same 1,024
+// bytes and refuses a longer one, so the Event would be lost.
 const maxMessage = 1024
 
 // bounded cuts s to the status limit, saying how much was cut.
@@ -36,4 +37,11 @@ func boundStatus(st *v1alpha1.WindowsReadinessStatus) {
 	for i := range st.Steps {
 		st.Steps[i].Message = bounded(st.Steps[i].Message)
 	}
+}
+
+// eventNote formats an Event's note within events.k8s.io/v1's limit: probe,
+// migration and conflict notes name nodes, pairs and fields, and an Event
+// whose note is too long is refused and never seen.
+func eventNote(note string, args ...any) string {
+	return bounded(fmt.Sprintf(note, args...))
 }

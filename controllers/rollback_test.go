@@ -194,6 +194,48 @@ var _ = Describe("The Windows join gate", func() {
 		Eventually(wouldAdmit).Should(MatchError(ContainSubstring("is RolledBack")))
 	})
 
+	It("refuses relabelling a node Windows through nodes/status until Ready, and passes an admitted node's heartbeats", func() {
+		// What a kubelet whose create was refused does (PatchNodeStatus with
+		// its labels), or anyone with nodes/status patch.
+		relabel := func(name string) func() error {
+			return func() error {
+				node := &corev1.Node{}
+				if err := k8s.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+					return err
+				}
+				patch := client.MergeFrom(node.DeepCopy())
+				node.Labels[calico.OSLabel] = calico.OSWindows
+				return k8s.Status().Patch(ctx, node, patch, client.DryRunAll)
+			}
+		}
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+		Eventually(wouldAdmit).Should(MatchError(ContainSubstring("not ready for Windows nodes yet")))
+		Expect(relabel("linux-0")()).To(MatchError(ContainSubstring("not ready for Windows nodes yet")),
+			"the gate is evaluated on the status subresource too")
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(relabel("linux-0")).Should(Succeed(), "the gate is open once Ready")
+		Expect(createWindowsNode()).To(Succeed())
+		DeferCleanup(deleteNode, "win-1")
+
+		By("closing the gate again with a rollback, under an admitted Windows node")
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(relabel("linux-0")).Should(MatchError(ContainSubstring("not ready for Windows nodes yet")))
+		heartbeat := func() error {
+			node := &corev1.Node{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: "win-1"}, node); err != nil {
+				return err
+			}
+			patch := client.MergeFrom(node.DeepCopy())
+			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+				Reason: "KubeletReady", LastHeartbeatTime: metav1.Now()}}
+			return k8s.Status().Patch(ctx, node, patch)
+		}
+		Expect(heartbeat()).To(Succeed(), "an admitted Windows node's status updates still pass")
+	})
+
 	It("never blocks a Linux node, even with the WindowsReadiness and its CRD uninstalled around it", func() {
 		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))

@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -17,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -323,10 +327,10 @@ var _ = Describe("Least privilege", func() {
 
 		By("counting the rules that allow writes, as the README's table does")
 		Expect(writeRules(objs, manager, false)).To(Equal(map[string]int{
-			"": 4, "default": 1, "tigera-operator": 2, "winready-system": 4, "winready-probe": 7,
+			"": 4, "default": 1, "tigera-operator": 2, "winready-system": 5, "winready-probe": 7,
 		}))
-		Expect(writeRules(objs, manager, true)).To(Equal(map[string]int{"default": 1, "winready-probe": 1}),
-			"events are patched by generated names; reports are deleted as a collection")
+		Expect(writeRules(objs, manager, true)).To(Equal(map[string]int{"default": 1, "winready-system": 1, "winready-probe": 1}),
+			"events (the WindowsReadiness's, and leader election's on its Lease) are patched by generated names; reports are deleted as a collection")
 		Expect(writeRules(objs, agent, false)).To(Equal(map[string]int{"winready-probe": 1}))
 		Expect(writeRules(objs, agent, true)).To(Equal(map[string]int{"winready-probe": 1}),
 			"reports are updated by node name, which admission checks")
@@ -397,17 +401,44 @@ var _ = Describe("Admission in the probe namespace", func() {
 			"read-only root filesystem": func(ds *appsv1.DaemonSet) {
 				ds.Spec.Template.Spec.Containers[0].SecurityContext.ReadOnlyRootFilesystem = ptr.To(false)
 			},
+			// A host-process container needs the host network, which only
+			// the probe has.
+			"no hostProcess": func(ds *appsv1.DaemonSet) {
+				ds.Spec.Template.Spec.Containers[0].SecurityContext.WindowsOptions = &corev1.WindowsSecurityContextOptions{HostProcess: ptr.To(true)}
+			},
 			"no other host namespace":              func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.HostPID = true },
 			"only the probe uses the host network": func(ds *appsv1.DaemonSet) { ds.Name = "other" },
+		}
+		for why, change := range podTemplatePins {
+			rejected[why] = change
 		}
 		for why, change := range rejected {
 			ds := probeDaemonSet(managerImage)
 			change(ds)
 			Expect(createAsManager(ds)).To(MatchError(ContainSubstring(why)), why)
 		}
+		for why, change := range podTemplatePins {
+			check := podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+			change(check)
+			Expect(createAsManager(check)).To(MatchError(ContainSubstring(why)), "the pod network check: %s", why)
+		}
+		check := podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check.Spec.Template.Spec.Containers[0].Args = []string{"probe", "--namespace=" + probeNamespace}
+		Expect(createAsManager(check)).To(MatchError(ContainSubstring("the pod network check runs its fixed command")))
+		// An unmasked /proc needs a user namespace, which the API server's
+		// validation already refuses on the host network: only the pod
+		// network check could ask for it.
+		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check.Spec.Template.Spec.HostUsers = ptr.To(false)
+		check.Spec.Template.Spec.Containers[0].SecurityContext.ProcMount = ptr.To(corev1.UnmaskedProcMount)
+		Expect(createAsManager(check)).To(MatchError(ContainSubstring("no procMount")))
+		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "any"}}}}}}}}
+		Expect(createAsManager(check)).To(MatchError(ContainSubstring("no Secret in a projected volume")))
 
 		By("leaving room for DaemonSets at the restricted level, such as the pod network check")
-		check := podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
 		Expect(createAsManager(check)).To(Succeed())
 		check.Spec.Template.Spec.ServiceAccountName = preflight.ProbeServiceAccount
 		Expect(createAsManager(check)).To(MatchError(ContainSubstring("only the probe runs as the winready-probe ServiceAccount")))
@@ -421,6 +452,64 @@ var _ = Describe("Admission in the probe namespace", func() {
 		outside := probeDaemonSet(managerImage)
 		outside.Namespace = operatorNamespace
 		Expect(apierrors.IsForbidden(createAsManager(outside))).To(BeTrue(), "no DaemonSet outside the probe namespace")
+	})
+})
+
+// podTemplatePins are changes to a pod template that no DaemonSet in the
+// probe namespace may make, by the message that refuses each.
+var podTemplatePins = map[string]func(*appsv1.DaemonSet){
+	"seccomp RuntimeDefault": func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+	},
+	"no AppArmor Unconfined": func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].SecurityContext.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+	},
+	"no SELinux options": func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].SecurityContext.SELinuxOptions = &corev1.SELinuxOptions{Type: "spc_t"}
+	},
+	"no lifecycle hooks": func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{
+			Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "id"}}}}
+	},
+	"no probe reaches another host": func(ds *appsv1.DaemonSet) {
+		ds.Spec.Template.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			HTTPGet: &corev1.HTTPGetAction{Host: "169.254.169.254", Path: "/latest/meta-data/", Port: intstr.FromInt32(80)}}}
+	},
+	"no priority class": func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.PriorityClassName = "system-node-critical" },
+	"no runtime class":  func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.RuntimeClassName = ptr.To("unconfined") },
+}
+
+var _ = Describe("Services in the probe namespace", func() {
+	It("admit only the pod network check's ClusterIP Service", func() {
+		svc := func(change func(*corev1.Service)) *corev1.Service {
+			s := podcheck.Service(probeNamespace, nil)
+			change(s)
+			return s
+		}
+		Eventually(func() error {
+			return createAsManager(svc(func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"8.8.8.8"} }))
+		}).Should(MatchError(ContainSubstring("no external IPs")), "the policy is in force")
+		Expect(createAsManager(svc(func(*corev1.Service) {}))).To(Succeed(), "the pod network check's Service")
+		rejected := map[string]func(*corev1.Service){
+			"type ClusterIP":  func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort },
+			"type ClusterIP ": func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer },
+			"no external IPs": func(s *corev1.Service) { s.Spec.ExternalIPs = []string{"10.96.0.1"} },
+			"only the Service winready-podcheck": func(s *corev1.Service) {
+				s.Name = "other"
+			},
+			"selects only the pod network check's pods": func(s *corev1.Service) {
+				s.Spec.Selector = map[string]string{"app.kubernetes.io/component": "probe", "app.kubernetes.io/name": "winready"}
+			},
+			"only its echo port": func(s *corev1.Service) {
+				s.Spec.Ports[0].TargetPort = intstr.FromInt32(10250)
+			},
+			"only its echo port ": func(s *corev1.Service) {
+				s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "kubelet", Port: 10250, Protocol: corev1.ProtocolTCP})
+			},
+		}
+		for why, change := range rejected {
+			Expect(createAsManager(svc(change))).To(MatchError(ContainSubstring(strings.TrimSpace(why))), why)
+		}
 	})
 })
 
@@ -448,7 +537,13 @@ func asManager() client.Client { return asUser(asManagerConfig) }
 // tokenClient is a client with the token of the agents' ServiceAccount that
 // the request asks for.
 func tokenClient(spec authenticationv1.TokenRequestSpec) client.Client {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ProbeServiceAccount}}
+	return tokenClientFor(preflight.ProbeServiceAccount, spec)
+}
+
+// tokenClientFor is tokenClient for another ServiceAccount of the probe
+// namespace.
+func tokenClientFor(account string, spec authenticationv1.TokenRequestSpec) client.Client {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: account}}
 	spec.ExpirationSeconds = ptr.To[int64](3600)
 	tr := &authenticationv1.TokenRequest{Spec: spec}
 	Expect(k8s.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
@@ -465,15 +560,18 @@ func createAsManager(obj client.Object) error {
 
 // agentOn is a client holding a token bound to a probe pod on node, as the
 // agent running there holds; the pod is removed after the spec.
-func agentOn(node string) client.Client {
+func agentOn(node string) client.Client { return agentOnAs(preflight.ProbeServiceAccount, node) }
+
+// agentOnAs is agentOn for the agents running as account.
+func agentOnAs(account, node string) client.Client {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, GenerateName: "agent-"},
-		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: preflight.ProbeServiceAccount,
+		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: account,
 			Containers: []corev1.Container{{Name: "probe", Image: managerImage}}}}
 	Expect(k8s.Create(ctx, pod)).To(Succeed())
 	DeferCleanup(func() {
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)))).To(Succeed())
 	})
-	return tokenClient(authenticationv1.TokenRequestSpec{
+	return tokenClientFor(account, authenticationv1.TokenRequestSpec{
 		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
 	})
 }
@@ -482,7 +580,7 @@ func agentOn(node string) client.Client {
 func report(node, claimed string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ReportName(node),
-			Labels: map[string]string{preflight.ReportLabel: "r"}},
+			Labels: preflight.ReportLabels("r")},
 		Data: preflight.EncodeReport("r", claimed, "capture", nil, nil, ""),
 	}
 }
@@ -513,6 +611,26 @@ var _ = Describe("Probe reports", func() {
 		By("refusing a token bound to no pod")
 		unbound := tokenClient(authenticationv1.TokenRequestSpec{})
 		Expect(unbound.Create(ctx, report("node-a", "node-a"), client.DryRunAll)).To(MatchError(ContainSubstring("the token of its pod")))
+
+		By("refusing a token bound to the node rather than to a pod on it")
+		node := &corev1.Node{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "node-a"}, node)).To(Succeed())
+		nodeBound := tokenClient(authenticationv1.TokenRequestSpec{
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: node.Name, UID: node.UID},
+		})
+		Expect(nodeBound.Create(ctx, report("node-a", "node-a"), client.DryRunAll)).To(MatchError(ContainSubstring("the token of its pod")))
+
+		By("holding each agent to its own kind's report")
+		unlabelled := report("node-a", "node-a")
+		delete(unlabelled.Labels, preflight.ComponentLabel)
+		Expect(a.Create(ctx, unlabelled, client.DryRunAll)).To(MatchError(ContainSubstring("its own kind's report")))
+		check := agentOnAs(podcheck.ServiceAccount, "node-a")
+		forged := report("node-a", "node-a")
+		forged.Name = podcheck.ReportName("node-a")
+		Expect(check.Create(ctx, forged, client.DryRunAll)).To(MatchError(ContainSubstring("its own kind's report")),
+			"a pod network check token writes no report the probe round counts")
+		Expect(check.Create(ctx, podcheck.Report(probeNamespace, "r", "node-a", map[string]string{preflight.ReportNode: "node-a"}),
+			client.DryRunAll)).To(Succeed(), "its own report")
 	})
 
 })
@@ -546,7 +664,77 @@ var _ = Describe("winready with least privilege", func() {
 		Expect(probe.MissingReports).To(BeZero(), "each agent's report was admitted")
 		Expect(probe.PassedPairs).To(BeEquivalentTo(6))
 		mu.Lock()
-		defer mu.Unlock()
 		Expect(wrote).To(HaveLen(3), "every report went through its agent's token")
+		mu.Unlock()
+
+		By("rolling back under the same identity, within the fields winready owns")
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(servicesEndpoint()).To(BeNil(), "the ConfigMap winready created is deleted again")
+		Expect(ipamConfig().Spec.StrictAffinity).To(BeFalse())
+	})
+})
+
+// managerPatch sends a dry-run patch as the manager's ServiceAccount.
+func managerPatch(obj client.Object, pt types.PatchType, data string) error {
+	return asManager().Patch(ctx, obj, client.RawPatch(pt, []byte(data)), client.DryRunAll)
+}
+
+var _ = Describe("The manager's writes to Calico's objects", func() {
+	AfterEach(func() { resetCluster(nil) })
+
+	It("are held to the fields winready owns", func() {
+		seed(calicosim.MainCluster())
+		inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName}}
+		refusedInst := map[string]string{
+			"registry":        `[{"op":"add","path":"/spec/registry","value":"attacker.example.com/"}]`,
+			"imagePath":       `[{"op":"add","path":"/spec/imagePath","value":"attacker"}]`,
+			"a component":     `[{"op":"add","path":"/spec/calicoNodeDaemonSet","value":{"spec":{"template":{"spec":{"containers":[{"name":"calico-node","resources":{}}]}}}}}]`,
+			"calicoNetwork":   `[{"op":"add","path":"/spec/calicoNetwork/linuxDataplane","value":"BPF"}]`,
+			"a pool's fields": `[{"op":"replace","path":"/spec/calicoNetwork/ipPools/0/natOutgoing","value":"Disabled"}]`,
+			"a new pool":      `[{"op":"add","path":"/spec/calicoNetwork/ipPools/-","value":{"cidr":"10.244.0.0/16","encapsulation":"VXLAN"}}]`,
+			"labels":          `[{"op":"add","path":"/metadata/labels","value":{"example.com/x":"y"}}]`,
+		}
+		Eventually(func() error {
+			return managerPatch(inst, types.JSONPatchType, refusedInst["registry"])
+		}).Should(MatchError(ContainSubstring("winready changes only calicoNetwork")), "the policy is in force")
+		for what, patch := range refusedInst {
+			Expect(managerPatch(inst, types.JSONPatchType, patch)).To(MatchError(ContainSubstring("winready")), what)
+			Expect(k8s.Patch(ctx, inst, client.RawPatch(types.JSONPatchType, []byte(patch)), client.DryRunAll)).
+				To(Succeed(), "others are not held to it: %s", what)
+		}
+		Expect(managerPatch(inst, types.JSONPatchType, `[
+			{"op":"replace","path":"/spec/calicoNetwork/ipPools/0/encapsulation","value":"VXLAN"},
+			{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"},
+			{"op":"add","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"},
+			{"op":"add","path":"/spec/serviceCIDRs","value":["10.96.0.0/12"]},
+			{"op":"add","path":"/spec/nodeUpdateStrategy","value":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"10%"}}}]`)).
+			To(Succeed(), "the fields winready owns")
+
+		By("the services endpoint ConfigMap: its two keys only")
+		endpoint := func(name string, data map[string]string) *corev1.ConfigMap {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: calico.OperatorNamespace, Name: name}, Data: data}
+		}
+		Expect(createAsManager(endpoint(calico.ServicesEndpointConfigMap, map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10",
+			"KUBERNETES_SERVICE_PORT": "6443"}))).To(Succeed())
+		Expect(createAsManager(endpoint(calico.ServicesEndpointConfigMap, map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10",
+			"OTHER": "x"}))).To(MatchError(ContainSubstring("writes only KUBERNETES_SERVICE_HOST")))
+		Expect(createAsManager(endpoint("other", map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10"}))).
+			To(MatchError(ContainSubstring("writes only the ConfigMap kubernetes-services-endpoint")))
+		kept := endpoint(calico.ServicesEndpointConfigMap, map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10", "OTHER": "people's"})
+		Expect(k8s.Create(ctx, kept)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, kept))).To(Succeed()) })
+		Expect(managerPatch(kept, types.MergePatchType, `{"data":{"KUBERNETES_SERVICE_PORT":"6443"}}`)).To(Succeed())
+		Expect(managerPatch(kept, types.MergePatchType, `{"data":{"OTHER":"attacker's"}}`)).
+			To(MatchError(ContainSubstring("writes only KUBERNETES_SERVICE_HOST")))
+		Expect(asManager().Delete(ctx, kept, client.DryRunAll)).To(MatchError(ContainSubstring("holds nothing else")))
+
+		By("IPAMConfiguration default: strictAffinity only")
+		ipam := &calicov3.IPAMConfiguration{ObjectMeta: metav1.ObjectMeta{Name: calico.IPAMConfigName}}
+		Expect(managerPatch(ipam, types.MergePatchType, `{"spec":{"strictAffinity":true}}`)).To(Succeed())
+		Expect(managerPatch(ipam, types.MergePatchType, `{"spec":{"maxBlocksPerHost":1}}`)).
+			To(MatchError(ContainSubstring("only strictAffinity")))
+		Expect(managerPatch(ipam, types.MergePatchType, `{"spec":{"autoAllocateBlocks":false}}`)).
+			To(MatchError(ContainSubstring("only strictAffinity")))
 	})
 })

@@ -112,8 +112,8 @@ func (p *pass) nodeNotJoined(n *corev1.Node, j v1alpha1.WindowsNodeJoin, timeout
 	if p.r.Recorder == nil {
 		return
 	}
-	p.r.Recorder.Eventf(p.wr, n, corev1.EventTypeWarning, windows.ReasonNotJoined, "WatchWindowsNodes",
-		"Windows node %s has not joined within %s: waiting for %s", n.Name, timeout, j.WaitingFor)
+	p.r.Recorder.Eventf(p.wr, n, corev1.EventTypeWarning, windows.ReasonNotJoined, "WatchWindowsNodes", "%s",
+		eventNote("Windows node %s has not joined within %s: waiting for %s", n.Name, timeout, j.WaitingFor))
 }
 
 // readySince is when the cluster last became Ready.

@@ -240,7 +240,7 @@ func (p *pass) finish(reason, message string) {
 
 func (p *pass) event(eventType, reason, action, note string, args ...any) {
 	if p.r.Recorder != nil {
-		p.r.Recorder.Eventf(p.wr, nil, eventType, reason, action, note, args...)
+		p.r.Recorder.Eventf(p.wr, nil, eventType, reason, action, "%s", eventNote(note, args...))
 	}
 }
 

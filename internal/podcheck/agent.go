@@ -114,10 +114,20 @@ func interfaceMTU(addr netip.Addr) int {
 	return 1500
 }
 
+// MaxConns bounds the echo's connections at a time. Each holds a copy
+// buffer, and the pod's memory limit is 64 MiB: unbounded, any pod that
+// reaches the echo could have it killed and make a healthy step look broken.
+// A round's peers use a few at a time.
+const MaxConns = 64
+
 // Serve echoes every TCP connection on ln until ctx ends: it sends back what
-// it reads until the client half-closes.
-func Serve(ctx context.Context, ln net.Listener) error {
+// it reads until the client half-closes. Beyond MaxConns at a time a
+// connection is closed at once, costing nothing; a peer's check retries.
+func Serve(ctx context.Context, ln net.Listener) error { return serve(ctx, ln, MaxConns) }
+
+func serve(ctx context.Context, ln net.Listener, maxConns int) error {
 	go func() { <-ctx.Done(); _ = ln.Close() }()
+	slots := make(chan struct{}, maxConns)
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -126,7 +136,14 @@ func Serve(ctx context.Context, ln net.Listener) error {
 			}
 			return fmt.Errorf("accepting check connections: %w", err)
 		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			_ = conn.Close()
+			continue
+		}
 		go func() {
+			defer func() { <-slots }()
 			defer conn.Close()
 			_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 			_, _ = io.Copy(conn, conn)

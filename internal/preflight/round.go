@@ -2,6 +2,7 @@ package preflight
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -30,10 +31,20 @@ const (
 	ProbeServiceAccount   = "winready-probe"
 	// ReportLabel marks report ConfigMaps; its value is the round.
 	ReportLabel = "winready.io/probe-round"
+	// ComponentLabel tells the kinds of report apart: the UDP probe's carry
+	// ProbeComponent, the pod network check's its own. Admission holds each
+	// agent to its kind's value, so that a pod network check token cannot
+	// write a report the probe round counts.
+	ComponentLabel = "app.kubernetes.io/component"
+	ProbeComponent = "probe"
 	// Plan keys besides one key per node name.
 	PlanRound    = "round"
 	PlanDuration = "duration"
 	PlanExtra    = "extra"
+	// PlanSecret is the round's random secret (hex), with which the agents
+	// sign their probes. The plan is readable only by the manager and the
+	// round's agents, so no other pod can forge a probe that counts.
+	PlanSecret = PlanMetaPrefix + "secret"
 	// Report keys.
 	ReportNode         = "node"
 	ReportRound        = "round"
@@ -95,6 +106,9 @@ type NodePlan struct {
 	IP       netip.Addr
 	Peers    []netip.Addr
 	Extra    []netip.Addr
+	// Secret is the round's secret; empty in a plan without one (the pod
+	// network check's).
+	Secret []byte
 }
 
 // DecodePlan reads node's part of a plan ConfigMap.
@@ -120,7 +134,11 @@ func DecodePlan(data map[string]string, node string) (NodePlan, error) {
 	if err != nil {
 		return NodePlan{}, err
 	}
-	return NodePlan{Round: data[PlanRound], Duration: d, IP: ip, Peers: peers, Extra: extra}, nil
+	secret, err := hex.DecodeString(data[PlanSecret])
+	if err != nil {
+		return NodePlan{}, fmt.Errorf("plan secret: %w", err)
+	}
+	return NodePlan{Round: data[PlanRound], Duration: d, IP: ip, Peers: peers, Extra: extra, Secret: secret}, nil
 }
 
 // ReadPlan reads back the plan the agents of round were given: the nodes and
@@ -172,6 +190,11 @@ func StartRound(ctx context.Context, c client.Client, cfg RoundConfig, round str
 		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: ProbeName, OwnerReferences: owner},
 		Data:       EncodePlan(round, cfg, nodes, Plan(nodes, round)),
 	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return fmt.Errorf("making the probe round's secret: %w", err)
+	}
+	plan.Data[PlanSecret] = hex.EncodeToString(secret)
 	if err := Cleanup(ctx, c, cfg.Namespace); err != nil {
 		return err
 	}
@@ -240,6 +263,11 @@ func RoundReportName(kind, node string) string {
 	return kind + "-report-" + hex.EncodeToString(sum[:16])
 }
 
+// ReportLabels are the labels of an agent's report of round.
+func ReportLabels(round string) map[string]string {
+	return map[string]string{ReportLabel: round, ComponentLabel: ProbeComponent}
+}
+
 // EncodeReport is the ConfigMap data of an agent's report.
 func EncodeReport(round, node, mode string, receivedFrom, echoedBy []netip.Addr, failure string) map[string]string {
 	return map[string]string{ReportRound: round, ReportNode: node, ReportMode: mode,
@@ -250,7 +278,7 @@ func EncodeReport(round, node, mode string, receivedFrom, echoedBy []netip.Addr,
 // counts as missing, with its error kept for the message.
 func ReadReports(ctx context.Context, r client.Reader, namespace, round string) ([]Report, map[string]string, error) {
 	list := &corev1.ConfigMapList{}
-	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{ReportLabel: round}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(ReportLabels(round))); err != nil {
 		return nil, nil, fmt.Errorf("listing probe reports: %w", err)
 	}
 	reports := make([]Report, 0, len(list.Items))

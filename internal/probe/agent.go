@@ -24,6 +24,9 @@ const (
 // AgentConfig is one agent's part of a preflight round.
 type AgentConfig struct {
 	Round [16]byte
+	// Secret authenticates the round's probes: only probes signed with it
+	// count, and only from the address they claim.
+	Secret []byte
 	// NodeIP is the node address probes are sent from and expected at.
 	NodeIP netip.Addr
 	// Peers are the nodes this agent probes.
@@ -48,9 +51,10 @@ type Result struct {
 
 // receiver yields the UDP 4789 payloads that reach this node.
 type receiver interface {
-	// Read returns the next payload, or a timeout error after a short while
-	// so that the caller can check its context.
-	Read(buf []byte) ([]byte, error)
+	// Read returns the next payload and the address it came from, or a
+	// timeout error after a short while so that the caller can check its
+	// context.
+	Read(buf []byte) ([]byte, netip.Addr, error)
 	Close() error
 }
 
@@ -146,6 +150,7 @@ func (a *Agent) sendProbes(ctx context.Context) {
 	for seq := uint32(0); ; seq++ {
 		for _, to := range targets {
 			p := Packet{Kind: KindProbe, Round: a.cfg.Round, From: a.cfg.NodeIP, To: to, Seq: seq}
+			p.Sign(a.cfg.Secret)
 			// A lost datagram is what the round measures; send errors such
 			// as an unreachable network mean the same.
 			_, _ = a.send.WriteToUDPAddrPort(p.Marshal(), netip.AddrPortFrom(to, Port))
@@ -161,12 +166,15 @@ func (a *Agent) sendProbes(ctx context.Context) {
 func (a *Agent) receive(ctx context.Context, received *seen) {
 	buf := make([]byte, 65536)
 	for ctx.Err() == nil {
-		payload, err := a.recv.Read(buf)
+		payload, src, err := a.recv.Read(buf)
 		if err != nil {
 			continue
 		}
 		p, err := Unmarshal(payload)
-		if err != nil || p.Kind != KindProbe || p.Round != a.cfg.Round || p.To != a.cfg.NodeIP || p.From == a.cfg.NodeIP {
+		// A probe counts for the node it claims only if it left from that
+		// node's address and carries the round's secret.
+		if err != nil || p.Kind != KindProbe || p.Round != a.cfg.Round || p.To != a.cfg.NodeIP || p.From == a.cfg.NodeIP ||
+			src != p.From || !p.Valid(a.cfg.Secret) {
 			continue
 		}
 		received.add(p.From)
@@ -177,12 +185,15 @@ func (a *Agent) receiveEchoes(ctx context.Context, echoed *seen) {
 	buf := make([]byte, 2048)
 	for ctx.Err() == nil {
 		_ = a.send.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-		n, _, err := a.send.ReadFromUDPAddrPort(buf)
+		n, src, err := a.send.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			continue
 		}
 		p, err := Unmarshal(buf[:n])
-		if err != nil || p.Kind != KindEcho || p.Round != a.cfg.Round || p.From != a.cfg.NodeIP {
+		// An echo is this agent's own probe, signed, sent back by the
+		// address it was sent to.
+		if err != nil || p.Kind != KindEcho || p.Round != a.cfg.Round || p.From != a.cfg.NodeIP ||
+			src.Addr().Unmap() != p.To || !p.Valid(a.cfg.Secret) {
 			continue
 		}
 		echoed.add(p.To)
@@ -192,10 +203,10 @@ func (a *Agent) receiveEchoes(ctx context.Context, echoed *seen) {
 // socketReceiver reads UDP 4789 from a socket of its own.
 type socketReceiver struct{ conn *net.UDPConn }
 
-func (s *socketReceiver) Read(buf []byte) ([]byte, error) {
+func (s *socketReceiver) Read(buf []byte) ([]byte, netip.Addr, error) {
 	_ = s.conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-	n, _, err := s.conn.ReadFromUDPAddrPort(buf)
-	return buf[:n], err
+	n, from, err := s.conn.ReadFromUDPAddrPort(buf)
+	return buf[:n], from.Addr().Unmap(), err
 }
 
 func (s *socketReceiver) Close() error { return s.conn.Close() }

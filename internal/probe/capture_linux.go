@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"golang.org/x/net/bpf"
@@ -58,25 +59,26 @@ func openCapture() (*capture, error) {
 
 var errNotUDP = errors.New("not a UDP 4789 datagram")
 
-// Read returns the UDP payload of the next captured packet.
-func (c *capture) Read(buf []byte) ([]byte, error) {
+// Read returns the UDP payload of the next captured packet and its IPv4
+// source address.
+func (c *capture) Read(buf []byte) ([]byte, netip.Addr, error) {
 	n, from, err := unix.Recvfrom(c.fd, buf, 0)
 	if err != nil {
-		return nil, err
+		return nil, netip.Addr{}, err
 	}
 	// Only what arrives at this node counts, not the probes it sends.
 	if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
-		return nil, errNotUDP
+		return nil, netip.Addr{}, errNotUDP
 	}
 	pkt := buf[:n]
 	if len(pkt) < 20 || pkt[0]>>4 != 4 {
-		return nil, errNotUDP
+		return nil, netip.Addr{}, errNotUDP
 	}
 	ihl := int(pkt[0]&0x0f) * 4
 	if len(pkt) < ihl+8 || binary.BigEndian.Uint16(pkt[ihl+2:ihl+4]) != Port {
-		return nil, errNotUDP
+		return nil, netip.Addr{}, errNotUDP
 	}
-	return pkt[ihl+8:], nil
+	return pkt[ihl+8:], netip.AddrFrom4([4]byte(pkt[12:16])), nil
 }
 
 func (c *capture) Close() error { return unix.Close(c.fd) }

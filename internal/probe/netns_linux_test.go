@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"net/netip"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,14 +104,24 @@ func others(addrs []netip.Addr, self netip.Addr) []netip.Addr {
 // round runs one agent in each of the given namespaces, probing every other
 // node and the extra targets, and returns their results by node address.
 func (b *testbed) round(nodes []int, extra []netip.Addr) map[netip.Addr]Result {
+	return b.roundWith(nodes, extra, nil)
+}
+
+// roundWith is round, with during run alongside the agents (given the
+// round's ID and secret) until they end.
+func (b *testbed) roundWith(nodes []int, extra []netip.Addr, during func(ctx context.Context, round [16]byte, secret []byte)) map[netip.Addr]Result {
 	round := [16]byte{byte(time.Now().UnixNano())}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		b.t.Fatal(err)
+	}
 	var peers []netip.Addr
 	for _, i := range nodes {
 		peers = append(peers, b.addrs[i])
 	}
 	agents := map[netip.Addr]*Agent{}
 	for _, i := range nodes {
-		cfg := AgentConfig{Round: round, NodeIP: b.addrs[i], Peers: others(peers, b.addrs[i]), Extra: extra,
+		cfg := AgentConfig{Round: round, Secret: secret, NodeIP: b.addrs[i], Peers: others(peers, b.addrs[i]), Extra: extra,
 			Duration: 1500 * time.Millisecond, Interval: 100 * time.Millisecond}
 		if err := inNS(b.t, b.nodes[i], func() error {
 			a, err := Open(cfg)
@@ -122,6 +134,12 @@ func (b *testbed) round(nodes []int, extra []netip.Addr) map[netip.Addr]Result {
 	results := map[netip.Addr]Result{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	var alongside sync.WaitGroup
+	if during != nil {
+		alongside.Go(func() { during(ctx, round, secret) })
+	}
+	defer func() { cancel(); alongside.Wait() }()
 	for addr, a := range agents {
 		wg.Go(func() {
 			r := a.Run(context.Background())
@@ -260,5 +278,103 @@ func TestDroppedPathSeenWhileVXLANOwnsThePort(t *testing.T) {
 	t.Logf("failing pairs: %v", failing)
 	if want := []string{b.addrs[0].String() + " -> " + b.addrs[2].String()}; !slices.Equal(failing, want) {
 		t.Fatalf("failing pairs %v, want exactly %v", failing, want)
+	}
+}
+
+// forge sends, from namespace ns until ctx ends, probes that claim to come
+// from from to to, from the outer source address src (another node's
+// address, which a transparent socket sends from without owning it).
+func (b *testbed) forge(ctx context.Context, ns string, src, from, to netip.Addr, round [16]byte, secret []byte) {
+	t := b.t
+	var conn *net.UDPConn
+	if err := inNS(t, ns, func() error {
+		lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			if err := c.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_IP, unix.IP_TRANSPARENT, 1)
+			}); err != nil {
+				return err
+			}
+			return serr
+		}}
+		pc, err := lc.ListenPacket(context.Background(), "udp4", netip.AddrPortFrom(src, 0).String())
+		if err == nil {
+			conn = pc.(*net.UDPConn)
+		}
+		return err
+	}); err != nil {
+		t.Errorf("opening the forger's socket in %s: %v", ns, err)
+		return
+	}
+	defer conn.Close()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for seq := uint32(0); ; seq++ {
+		p := Packet{Kind: KindProbe, Round: round, From: from, To: to, Seq: seq}
+		if secret != nil {
+			p.Sign(secret)
+		}
+		if _, err := conn.WriteToUDPAddrPort(p.Marshal(), netip.AddrPortFrom(to, Port)); err != nil {
+			t.Errorf("forging a probe: %v", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func TestForgedProbesFromAThirdNamespaceAreNotCounted(t *testing.T) {
+	b := newTestbed(t, 3)
+	// The path from node 1 to node 2 is broken (in the bridge, by port, so
+	// that a packet from node 3 claiming node 1's address still passes).
+	br := b.prefix + "-br"
+	run(t, "ip", "netns", "exec", br, "nft", "add", "table", "bridge", "wrtest")
+	run(t, "ip", "netns", "exec", br, "nft", "add", "chain", "bridge", "wrtest", "forward",
+		"{ type filter hook forward priority 0 ; }")
+	run(t, "ip", "netns", "exec", br, "nft", "add", "rule", "bridge", "wrtest", "forward",
+		"iifname", "p1", "oifname", "p2", "udp", "dport", "4789", "drop")
+	victim, claimed, forger := b.addrs[1], b.addrs[0], b.nodes[2]
+	broken := []string{claimed.String() + " -> " + victim.String()}
+	pairs := func(results map[netip.Addr]Result) []string {
+		var failing []string
+		for _, pair := range [][2]netip.Addr{{claimed, victim}, {victim, claimed}} {
+			if !slices.Contains(results[pair[1]].ReceivedFrom, pair[0]) {
+				failing = append(failing, pair[0].String()+" -> "+pair[1].String())
+			}
+		}
+		return failing
+	}
+
+	// The round ID is public; the secret is not. The forger sends from its
+	// own address, and from the claimed node's address.
+	results := b.roundWith([]int{0, 1}, nil, func(ctx context.Context, round [16]byte, _ []byte) {
+		var wg sync.WaitGroup
+		wg.Go(func() { b.forge(ctx, forger, b.addrs[2], claimed, victim, round, nil) })
+		wg.Go(func() { b.forge(ctx, forger, claimed, claimed, victim, round, []byte("a guessed secret")) })
+		wg.Wait()
+	})
+	if failing := pairs(results); !slices.Equal(failing, broken) {
+		t.Fatalf("failing pairs %v, want exactly %v: forged probes were counted", failing, broken)
+	}
+
+	// A probe signed with the round's secret but sent from another address
+	// is not counted either.
+	results = b.roundWith([]int{0, 1}, nil, func(ctx context.Context, round [16]byte, secret []byte) {
+		b.forge(ctx, forger, b.addrs[2], claimed, victim, round, secret)
+	})
+	if failing := pairs(results); !slices.Equal(failing, broken) {
+		t.Fatalf("failing pairs %v, want exactly %v: a probe from another address was counted", failing, broken)
+	}
+
+	// The forger's spoofed packets do reach the victim: with the secret they
+	// would count, so it is the secret that keeps them out above.
+	results = b.roundWith([]int{0, 1}, nil, func(ctx context.Context, round [16]byte, secret []byte) {
+		b.forge(ctx, forger, claimed, claimed, victim, round, secret)
+	})
+	if failing := pairs(results); len(failing) != 0 {
+		t.Fatalf("failing pairs %v: the spoofed, signed probes did not reach %s, so the test proves nothing", failing, victim)
 	}
 }

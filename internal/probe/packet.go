@@ -11,6 +11,7 @@ package probe
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -46,12 +47,19 @@ type Packet struct {
 	// From and To are the sender's node address and the address probed.
 	From, To netip.Addr
 	Seq      uint32
+	// MAC authenticates the probe with the round's secret (Sign). The round
+	// ID is public (in the status and an Event), so it alone would let any
+	// pod that reaches a node on UDP 4789 forge a passing pair. The MAC
+	// leaves out the kind, so that a responder, which has no secret, can
+	// echo a probe as it came.
+	MAC [macLen]byte
 }
 
 const (
+	macLen         = 16
 	vxlanHeaderLen = 8
 	ethHeaderLen   = 14
-	bodyLen        = len(magic) + 1 + 16 + 4 + 4 + 4
+	bodyLen        = len(magic) + 1 + 16 + 4 + 4 + 4 + macLen
 	// Size is the length of an encoded probe: VXLAN header, inner Ethernet
 	// header and body.
 	Size = vxlanHeaderLen + ethHeaderLen + bodyLen
@@ -61,6 +69,31 @@ const (
 func RoundKey(round string) [16]byte {
 	sum := sha256.Sum256([]byte(round))
 	return [16]byte(sum[:16])
+}
+
+func (p Packet) mac(secret []byte) [macLen]byte {
+	h := hmac.New(sha256.New, secret)
+	var fields [16 + 4 + 4 + 4]byte
+	copy(fields[0:16], p.Round[:])
+	from, to := p.From.As4(), p.To.As4()
+	copy(fields[16:20], from[:])
+	copy(fields[20:24], to[:])
+	binary.BigEndian.PutUint32(fields[24:28], p.Seq)
+	h.Write(fields[:])
+	return [macLen]byte(h.Sum(nil))
+}
+
+// Sign sets p's MAC with the round's secret.
+func (p *Packet) Sign(secret []byte) { p.MAC = p.mac(secret) }
+
+// Valid says whether p was signed with secret. An empty secret signs
+// nothing; probes are between IPv4 node addresses.
+func (p Packet) Valid(secret []byte) bool {
+	if len(secret) == 0 || !p.From.Is4() || !p.To.Is4() {
+		return false
+	}
+	want := p.mac(secret)
+	return hmac.Equal(p.MAC[:], want[:])
 }
 
 // ErrNotProbe is returned for datagrams that are not winready probes.
@@ -84,6 +117,7 @@ func (p Packet) Marshal() []byte {
 	copy(body[25:29], from[:])
 	copy(body[29:33], to[:])
 	binary.BigEndian.PutUint32(body[33:37], p.Seq)
+	copy(body[37:37+macLen], p.MAC[:])
 	return b
 }
 
@@ -105,6 +139,7 @@ func Unmarshal(b []byte) (Packet, error) {
 	copy(p.Round[:], body[9:25])
 	p.From = netip.AddrFrom4([4]byte(body[25:29]))
 	p.To = netip.AddrFrom4([4]byte(body[29:33]))
+	copy(p.MAC[:], body[37:37+macLen])
 	if p.Kind != KindProbe && p.Kind != KindEcho {
 		return Packet{}, ErrNotProbe
 	}

@@ -9,6 +9,7 @@ import (
 func TestPacketRoundTrip(t *testing.T) {
 	p := Packet{Kind: KindProbe, Round: [16]byte{1, 2, 3}, From: netip.MustParseAddr("10.0.0.1"),
 		To: netip.MustParseAddr("10.0.0.2"), Seq: 7}
+	p.Sign([]byte("round secret"))
 	b := p.Marshal()
 	if len(b) != Size {
 		t.Fatalf("encoded %d bytes, want %d", len(b), Size)
@@ -43,5 +44,39 @@ func TestUnmarshalRejectsOtherTraffic(t *testing.T) {
 		if _, err := Unmarshal(b); !errors.Is(err, ErrNotProbe) {
 			t.Errorf("%s: got %v, want ErrNotProbe", name, err)
 		}
+	}
+}
+
+func TestOnlyTheRoundSecretSignsAProbe(t *testing.T) {
+	secret := []byte("round secret")
+	p := Packet{Kind: KindProbe, Round: [16]byte{1}, From: netip.MustParseAddr("10.0.0.1"),
+		To: netip.MustParseAddr("10.0.0.2"), Seq: 1}
+	p.Sign(secret)
+	if !p.Valid(secret) {
+		t.Fatal("a signed probe is not valid")
+	}
+	echo := p
+	echo.Kind = KindEcho
+	if !echo.Valid(secret) {
+		t.Fatal("a responder's echo, which has no secret, is not valid")
+	}
+	if p.Valid([]byte("another round's secret")) {
+		t.Fatal("valid under another secret")
+	}
+	for name, change := range map[string]func(*Packet){
+		"sender": func(q *Packet) { q.From = netip.MustParseAddr("10.0.0.3") },
+		"target": func(q *Packet) { q.To = netip.MustParseAddr("10.0.0.3") },
+		"round":  func(q *Packet) { q.Round[0] = 2 },
+		"seq":    func(q *Packet) { q.Seq++ },
+	} {
+		q := p
+		change(&q)
+		if q.Valid(secret) {
+			t.Errorf("another %s keeps the MAC valid", name)
+		}
+	}
+	var unsigned Packet
+	if unsigned.Valid(nil) {
+		t.Fatal("an empty secret signs")
 	}
 }

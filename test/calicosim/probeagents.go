@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -102,7 +103,8 @@ func (a *ProbeAgents) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	}
 	nodes := map[string]preflight.NodePlan{}
 	for key := range plan.Data {
-		if key == preflight.PlanRound || key == preflight.PlanDuration || key == preflight.PlanExtra {
+		if key == preflight.PlanRound || key == preflight.PlanDuration || key == preflight.PlanExtra ||
+			strings.HasPrefix(key, preflight.PlanMetaPrefix) {
 			continue
 		}
 		np, err := preflight.DecodePlan(plan.Data, key)
@@ -137,7 +139,7 @@ func (a *ProbeAgents) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		}
 		report := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: preflight.ReportName(name),
-				Labels: map[string]string{preflight.ReportLabel: round}},
+				Labels: preflight.ReportLabels(round)},
 			Data: preflight.EncodeReport(round, name, probe.ModeCapture, received[np.IP], echoed, ""),
 		}
 		c := a.client
