@@ -25,9 +25,13 @@ manifests: ## Regenerate the CRD and RBAC manifests from the code's markers.
 	go tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	go tool controller-gen rbac:roleName=winready-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 
+.PHONY: docs
+docs: manifests ## Regenerate docs/api.md, the API reference, from the CRD.
+	go run ./hack/apidocs > docs/api.md
+
 .PHONY: verify-generated
-verify-generated: generate manifests ## Fail when generated files are stale.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run make generate manifests and commit"; exit 1; }
+verify-generated: generate manifests docs ## Fail when generated files are stale.
+	@git diff --exit-code -- api config docs/api.md || { echo "generated files are stale: run make generate manifests docs and commit"; exit 1; }
 
 .PHONY: fmt
 fmt: ## Format the code.
