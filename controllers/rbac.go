@@ -1,7 +1,7 @@
 package controllers
 
 // The manager's RBAC, generated into config/rbac/role.yaml by
-// `make manifests`. The README's security section explains each rule.
+// `make manifests`. docs/security.md explains each rule.
 // Reads, updates and deletes of a single known object name it
 // (resourceNames); a create request carries no name, and a list or watch
 // only carries one when it selects metadata.name, so those stay unnamed.

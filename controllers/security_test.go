@@ -325,7 +325,7 @@ var _ = Describe("Least privilege", func() {
 		expectCovered(objs, manager, managerMay)
 		expectCovered(objs, agent, agentMay)
 
-		By("counting the rules that allow writes, as the README's table does")
+		By("counting the rules that allow writes, as docs/security.md's table does")
 		Expect(writeRules(objs, manager, false)).To(Equal(map[string]int{
 			"": 4, "default": 1, "tigera-operator": 2, "winready-system": 5, "winready-probe": 7,
 		}))
