@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -134,7 +133,6 @@ type operatorOptions struct {
 	metricsAddr    string
 	probeAddr      string
 	probeImage     string
-	operatorQuiet  time.Duration
 	zap            zap.Options
 }
 
@@ -148,8 +146,10 @@ func operatorFlags() (*flag.FlagSet, *operatorOptions) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
 	fs.StringVar(&o.probeImage, "probe-image", os.Getenv("WINREADY_IMAGE"), "image of the UDP 4789 probe agents: this operator's own (env WINREADY_IMAGE)")
-	fs.DurationVar(&o.operatorQuiet, "operator-quiet", controllers.DefaultOperatorQuiet,
-		"how long the Tigera operator must have written nothing before BGP off and the services endpoint are written together; negative: no wait")
+	// Kept so that existing command lines still start: a write spanning the
+	// Installation and the services endpoint holds calico-node instead of
+	// waiting for the Tigera operator to rest (controllers/hold.go).
+	fs.Duration("operator-quiet", 0, "deprecated, no effect")
 	o.zap.BindFlags(fs)
 	return fs, o
 }
@@ -185,7 +185,6 @@ func runOperator(o operatorOptions) error {
 		return err
 	}
 	r.ProbeNamespace = o.probeNamespace
-	r.OperatorQuiet = o.operatorQuiet
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}

@@ -112,6 +112,8 @@ var managerMay = []access{
 	{"", "watch", "", "nodes", ""},
 	{"calico-system", "watch", "apps", "daemonsets", ""},
 	{"calico-system", "watch", "", "pods", ""},
+	{"calico-system", "patch", "apps", "daemonsets", "calico-node"},
+	{"calico-system", "get", "apps", "deployments", "calico-typha"},
 	{"default", "list", "discovery.k8s.io", "endpointslices", ""},
 	{"default", "create", "events.k8s.io", "events", ""},
 	{"tigera-operator", "create", "", "configmaps", ""},
@@ -171,6 +173,9 @@ var managerMayNot = []access{
 	{"winready-system", "create", "", "pods", ""},
 	{"default", "create", "apps", "daemonsets", ""},
 	{"calico-system", "create", "apps", "daemonsets", ""},
+	{"calico-system", "patch", "apps", "daemonsets", "calico-node-windows"},
+	{"calico-system", "update", "apps", "daemonsets", "calico-node"},
+	{"calico-system", "get", "apps", "deployments", "calico-kube-controllers"},
 	{"kube-system", "create", "apps", "daemonsets", ""},
 	{"winready-probe", "delete", "apps", "daemonsets", "other"},
 	{"winready-probe", "update", "apps", "daemonsets", "winready-probe"},
@@ -314,8 +319,8 @@ var _ = Describe("Least privilege", func() {
 
 		By("counting the rules that allow writes, as the README's table does")
 		Expect(writeRules(objs, manager, false)).To(Equal(map[string]int{
-			"": 4, "default": 1, "tigera-operator": 2, "winready-system": 4, "winready-probe": 7,
-		}))
+			"": 4, "calico-system": 1, "default": 1, "tigera-operator": 2, "winready-system": 4, "winready-probe": 7,
+		}), "calico-system: the hold's annotation on calico-node, by name")
 		Expect(writeRules(objs, manager, true)).To(Equal(map[string]int{"default": 1, "winready-probe": 1}),
 			"events are patched by generated names; reports are deleted as a collection")
 		Expect(writeRules(objs, agent, false)).To(Equal(map[string]int{"winready-probe": 1}))

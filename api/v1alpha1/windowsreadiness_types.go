@@ -448,6 +448,14 @@ type Originals struct {
 	// made before winready knew this field lack it; nothing is sped up then.
 	// +optional
 	NodeMaxUnavailable *OriginalValue `json:"nodeMaxUnavailable,omitempty"`
+	// NodeIgnored is calico-node's unsupported.operator.tigera.io/ignore
+	// annotation, which winready sets while the Tigera operator reads a
+	// write spanning the Installation and the services-endpoint ConfigMap
+	// and removes afterwards. An annotation recorded here is someone else's
+	// and is never removed. Records made before winready held calico-node
+	// lack it.
+	// +optional
+	NodeIgnored *OriginalValue `json:"nodeIgnored,omitempty"`
 }
 
 // CheckResult is the outcome of one compatibility check.
