@@ -124,11 +124,21 @@ func daemonSetEnv(name, env string) string {
 	return v
 }
 
-// rollouts is how many templates calico-node has rolled out to so far.
-func rollouts() int {
-	n, err := calicoBackend.Rollouts(ctx, k8s)
+// replacements starts counting calico-node's pod replacements per node;
+// the function it returns says how many so far.
+func replacements() func() map[string]int {
+	count, err := calicoBackend.Replacements(ctx, k8s)
 	Expect(err).NotTo(HaveOccurred())
-	return n
+	return count
+}
+
+// oncePerNode is every node of the main cluster with one pod replaced.
+func oncePerNode() map[string]int {
+	m := map[string]int{}
+	for _, n := range mainCluster().Nodes {
+		m[n.Name] = 1
+	}
+	return m
 }
 
 // nodeUpdateStrategies watches calico-node's DaemonSet from now on; the
@@ -239,15 +249,17 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 			Should(MatchError(ContainSubstring("this cluster is not ready for Windows nodes yet (WindowsReadiness default is Paused)")))
 	})
 
-	It("migrates to Ready with one calico-node rollout at the asked pace, and Calico runs the Windows-ready configuration", func() {
-		before, pace := rollouts(), nodeUpdateStrategies()
+	It("migrates to Ready replacing each calico-node pod once, at the asked pace, and Calico runs the Windows-ready configuration", func() {
+		replaced, pace := replacements(), nodeUpdateStrategies()
 		quarter := intstr.FromString("25%")
 		updateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Paused = false
 			wr.Spec.Rollout.MaxUnavailable = &quarter
 		})
 		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
-		Expect(rollouts()-before).To(Equal(1), "BGP off and the services endpoint reach the Tigera operator together")
+		Eventually(replaced).Should(Equal(oncePerNode()),
+			"BGP off and the services endpoint reach the Tigera operator together: each calico-node pod replaced once")
+		Consistently(replaced).Should(Equal(oncePerNode()))
 		By("rolling out at spec.rollout.maxUnavailable, then putting the Installation's value back")
 		Expect(pace()).To(ContainElement(quarter), "calico-node's DaemonSet as the Tigera operator rendered it")
 		Expect(installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
@@ -272,11 +284,12 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		Eventually(healthy).Should(Succeed(), "every TigeraStatus Available")
 	})
 
-	It("rolls back to exactly what was there, with one calico-node rollout", func() {
-		before := rollouts()
+	It("rolls back to exactly what was there, replacing each calico-node pod once", func() {
+		replaced := replacements()
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
-		Expect(rollouts() - before).To(Equal(1))
+		Eventually(replaced).Should(Equal(oncePerNode()), "each calico-node pod replaced once")
+		Consistently(replaced).Should(Equal(oncePerNode()))
 		Expect(installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
 		Expect(touchedFields()).To(Equal(original))
 		Expect(daemonSetEnv(calico.NodeDaemonSet, calico.NetworkingBackendEnv)).NotTo(Equal(calico.BackendVXLAN))

@@ -100,8 +100,7 @@ var _ = BeforeSuite(func() {
 	args := []string{"--kubeconfig", path, "--leader-elect=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--namespace", operatorNamespace,
 		"--probe-image", "winready:e2e"}
-	// E2E_WINREADY_ARGS adds flags, e.g. --operator-quiet=-1s to see what the
-	// wait before a write spanning two objects prevents.
+	// E2E_WINREADY_ARGS adds flags, e.g. --zap-log-level=2 for the waits.
 	args = append(args, strings.Fields(os.Getenv("E2E_WINREADY_ARGS"))...)
 	winready, err = startProcess("winready", logDir, nil, bin, args...)
 	Expect(err).NotTo(HaveOccurred(), "run make build first")
