@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -250,16 +251,18 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 	})
 
 	It("migrates to Ready replacing each calico-node pod once, at the asked pace, and Calico runs the Windows-ready configuration", func() {
-		replaced, pace := replacements(), nodeUpdateStrategies()
+		replaced, pace, start := replacements(), nodeUpdateStrategies(), time.Now()
 		quarter := intstr.FromString("25%")
 		updateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Paused = false
 			wr.Spec.Rollout.MaxUnavailable = &quarter
 		})
 		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
-		Eventually(replaced).Should(Equal(oncePerNode()),
+		GinkgoWriter.Printf("migration: Ready after %s\n", time.Since(start).Round(100*time.Millisecond))
+		Eventually(replaced).Should(HaveLen(len(oncePerNode())), "every node's calico-node pod replaced")
+		Consistently(replaced).Should(Equal(oncePerNode()),
 			"BGP off and the services endpoint reach the Tigera operator together: each calico-node pod replaced once")
-		Consistently(replaced).Should(Equal(oncePerNode()))
+		GinkgoWriter.Printf("migration: calico-node pods replaced per node %v\n", replaced())
 		By("rolling out at spec.rollout.maxUnavailable, then putting the Installation's value back")
 		Expect(pace()).To(ContainElement(quarter), "calico-node's DaemonSet as the Tigera operator rendered it")
 		Expect(installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
@@ -285,11 +288,13 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 	})
 
 	It("rolls back to exactly what was there, replacing each calico-node pod once", func() {
-		replaced := replacements()
+		replaced, start := replacements(), time.Now()
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
-		Eventually(replaced).Should(Equal(oncePerNode()), "each calico-node pod replaced once")
-		Consistently(replaced).Should(Equal(oncePerNode()))
+		GinkgoWriter.Printf("rollback: RolledBack after %s\n", time.Since(start).Round(100*time.Millisecond))
+		Eventually(replaced).Should(HaveLen(len(oncePerNode())), "every node's calico-node pod replaced")
+		Consistently(replaced).Should(Equal(oncePerNode()), "each calico-node pod replaced once")
+		GinkgoWriter.Printf("rollback: calico-node pods replaced per node %v\n", replaced())
 		Expect(installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
 		Expect(touchedFields()).To(Equal(original))
 		Expect(daemonSetEnv(calico.NodeDaemonSet, calico.NetworkingBackendEnv)).NotTo(Equal(calico.BackendVXLAN))
