@@ -7,6 +7,7 @@ import (
 
 	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -165,7 +166,10 @@ func recordNodeIgnored(c *calico.Cluster, o *v1alpha1.Originals) {
 // and what is awaited if not. The Installation: TigeraStatus calico carries
 // the generation of the last reconcile that finished (SetMetaData is
 // deferred to its end), and reconciles run one at a time, so any reconcile
-// from now on starts from that Installation or a later one. The ConfigMap:
+// from now on starts from that Installation or a later one. The status
+// ticker writes it up to 5 s later; sooner, a reconcile that ends with all
+// available writes the spec it read into status.computed as its last act,
+// and a computed equal to the spec says the same. The ConfigMap:
 // the operator keeps one in-memory copy of it and renders calico-typha from
 // the same copy as calico-node, so Typha carrying its values shows the copy
 // is current (and a copy never goes back to older values: the operator reads
@@ -175,7 +179,8 @@ func (p *pass) operatorRead(ctx context.Context, inst *operatorv1.Installation) 
 	if err != nil {
 		return false, "", err
 	}
-	if h.ObservedGeneration < inst.Generation {
+	computed := inst.Status.Computed != nil && equality.Semantic.DeepEqual(*inst.Status.Computed, inst.Spec)
+	if h.ObservedGeneration < inst.Generation && !computed {
 		return false, fmt.Sprintf("TigeraStatus calico to observe Installation generation %d (at %d)", inst.Generation, h.ObservedGeneration), nil
 	}
 	if h.Degraded {

@@ -35,8 +35,8 @@ type backend interface {
 	Clean(ctx context.Context, c client.Client) error
 	// Replacements starts counting the calico-node pods the DaemonSet
 	// controller replaces on each node; the function it returns says how
-	// many so far, by node name.
-	Replacements(ctx context.Context, c client.Client) (func() map[string]int, error)
+	// many so far, by node name; stop ends the count.
+	Replacements(ctx context.Context, c client.Client) (count func() map[string]int, stop func(), err error)
 	Stop() error
 }
 
@@ -86,7 +86,7 @@ func (b *simBackend) Clean(ctx context.Context, c client.Client) error {
 
 // Replacements is what the simulated DaemonSet controller counted per node
 // since the call.
-func (b *simBackend) Replacements(context.Context, client.Client) (func() map[string]int, error) {
+func (b *simBackend) Replacements(context.Context, client.Client) (func() map[string]int, func(), error) {
 	count := func() map[string]int { return b.sim.Rollouts(calico.SystemNamespace, calico.NodeDaemonSet).PerNode }
 	before := count()
 	return func() map[string]int {
@@ -97,7 +97,7 @@ func (b *simBackend) Replacements(context.Context, client.Client) (func() map[st
 			}
 		}
 		return since
-	}, nil
+	}, func() {}, nil
 }
 
 func (b *simBackend) Stop() error {

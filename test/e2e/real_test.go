@@ -241,11 +241,13 @@ func (b *realBackend) Clean(ctx context.Context, c client.Client) error {
 // call: each is the replacement of the pod the DaemonSet controller deleted
 // there (the nodes stay; no pod is created for a new node). A watch from the
 // list's resourceVersion misses none.
-func (b *realBackend) Replacements(ctx context.Context, c client.Client) (func() map[string]int, error) {
+// The watch is a long-running request: stop it, or the API server waits for
+// it when it shuts down.
+func (b *realBackend) Replacements(ctx context.Context, c client.Client) (func() map[string]int, func(), error) {
 	pods := &corev1.PodList{}
 	selector := client.MatchingLabels{"k8s-app": calico.NodeDaemonSet}
 	if err := c.List(ctx, pods, client.InNamespace(calico.SystemNamespace), selector); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	seen := map[types.UID]bool{}
 	for _, p := range pods.Items {
@@ -253,12 +255,12 @@ func (b *realBackend) Replacements(ctx context.Context, c client.Client) (func()
 	}
 	wc, err := client.NewWithWatch(b.env.Config, client.Options{Scheme: b.scheme})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(calico.SystemNamespace), selector,
 		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: pods.ResourceVersion}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var mu sync.Mutex
 	perNode := map[string]int{}
@@ -282,7 +284,7 @@ func (b *realBackend) Replacements(ctx context.Context, c client.Client) (func()
 		mu.Lock()
 		defer mu.Unlock()
 		return maps.Clone(perNode)
-	}, nil
+	}, w.Stop, nil
 }
 
 // podNode is the node a DaemonSet pod is for: its nodeName once bound, else

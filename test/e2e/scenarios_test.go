@@ -128,8 +128,9 @@ func daemonSetEnv(name, env string) string {
 // replacements starts counting calico-node's pod replacements per node;
 // the function it returns says how many so far.
 func replacements() func() map[string]int {
-	count, err := calicoBackend.Replacements(ctx, k8s)
+	count, stop, err := calicoBackend.Replacements(ctx, k8s)
 	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stop)
 	return count
 }
 
