@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/test/calicosim"
@@ -97,6 +98,17 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 		}).Should(Equal(calico.BackendVXLAN))
 		Expect(marked()).To(BeFalse())
 		Expect(stats()).To(HaveField("Rollouts", 1))
+	})
+
+	It("releases calico-node after HoldMax when the Tigera operator shows no sign of reading the changes", func() {
+		stop := interruptedBatch()
+		Consistently(ignored).Should(BeTrue(), "a stopped operator reads nothing: the hold waits")
+		op.clock.Step(controllers.HoldMax)
+		poke("test/poke", "1")
+		Eventually(ignored).Should(BeFalse())
+		Eventually(marked).Should(BeFalse())
+		stop.Resume()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
 	})
 
 	It("releases calico-node at once when the WindowsReadiness is deleted during the hold", func() {
