@@ -22,6 +22,10 @@ import (
 // tick.
 const HoldMax = 5 * time.Minute
 
+// holdLook is how soon a hold's evidence is looked at again when no watched
+// object changes: the Tigera operator's status tick.
+const holdLook = 5 * time.Second
+
 // needsHold says whether a write spans the Installation and the
 // services-endpoint ConfigMap. Two objects cannot be written at once, and the
 // Tigera operator reads them at different moments of one reconcile, so the
@@ -93,8 +97,10 @@ func (p *pass) releaseHold(ctx context.Context, inst *operatorv1.Installation) (
 		if !read {
 			if left := HoldMax - p.r.Clock.Since(since); left > 0 {
 				log.FromContext(ctx).V(1).Info("holding calico-node", "until", why)
-				// The TigeraStatus and Installation watches wake the reconciler sooner.
-				return left, nil
+				// The TigeraStatus and Installation watches wake the reconciler;
+				// calico-typha is not watched (winready may only get it by
+				// name), so look again after one status tick of the operator.
+				return min(left, holdLook), nil
 			}
 			p.event(corev1.EventTypeWarning, "CalicoNodeReleased", "Rollout",
 				"calico-node released after %s without the evidence awaited (%s): it renders whatever the Tigera operator reads now", HoldMax, why)
