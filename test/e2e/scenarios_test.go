@@ -188,6 +188,30 @@ func healthy() error {
 	return nil
 }
 
+// atRest is Calico healthy at the Installation's generation with calico-node
+// rolled out: no render or rollout left over from an earlier change (an
+// earlier spec's clean-up included) counts toward the next one's.
+func atRest() error {
+	if err := healthy(); err != nil {
+		return err
+	}
+	h, err := calico.ReadHealth(ctx, k8s, calico.StatusCalico)
+	if err != nil {
+		return err
+	}
+	if gen := installation().Generation; h.ObservedGeneration < gen {
+		return errorf("TigeraStatus calico at generation %d, the Installation at %d", h.ObservedGeneration, gen)
+	}
+	ds := &appsv1.DaemonSet{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}, ds); err != nil {
+		return err
+	}
+	if done, why := calico.RolloutDone(ds); !done {
+		return errorf("%s", why)
+	}
+	return nil
+}
+
 var _ = Describe("A platform team making its Calico cluster Windows-ready", Ordered, func() {
 	var original touched
 	var originalEnv [2]string
@@ -252,6 +276,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 	})
 
 	It("migrates to Ready replacing each calico-node pod once, at the asked pace, and Calico runs the Windows-ready configuration", func() {
+		Eventually(atRest).Should(Succeed(), "the earlier specs' changes rendered and rolled out")
 		replaced, pace, start := replacements(), nodeUpdateStrategies(), time.Now()
 		quarter := intstr.FromString("25%")
 		updateWR(func(wr *v1alpha1.WindowsReadiness) {
@@ -289,6 +314,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 	})
 
 	It("rolls back to exactly what was there, replacing each calico-node pod once", func() {
+		Eventually(atRest).Should(Succeed())
 		replaced, start := replacements(), time.Now()
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
