@@ -125,10 +125,12 @@ type WindowsNodesSpec struct {
 
 // RolloutSpec tunes how calico-node rolls out during the migration.
 type RolloutSpec struct {
-	// Conservative makes each change that re-renders calico-node (BGP off,
-	// the services endpoint) reach the Tigera operator on its own, so that
-	// calico-node rolls out once per change. By default both reach it
-	// together and calico-node rolls out once.
+	// Conservative makes each change (BGP off, the services endpoint, the
+	// service network, the Windows dataplane) reach the Tigera operator on
+	// its own, so that calico-node rolls out once per change that
+	// re-renders it. By default the four reach it in one write, with
+	// calico-node held until the operator has read them all, and
+	// calico-node rolls out once.
 	// +optional
 	Conservative bool `json:"conservative,omitempty"`
 
