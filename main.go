@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
@@ -152,7 +151,6 @@ type operatorOptions struct {
 	metricsAddr    string
 	probeAddr      string
 	probeImage     string
-	operatorQuiet  time.Duration
 	zap            zap.Options
 }
 
@@ -166,8 +164,10 @@ func operatorFlags() (*flag.FlagSet, *operatorOptions) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
 	fs.StringVar(&o.probeImage, "probe-image", os.Getenv("WINREADY_IMAGE"), "image of the UDP 4789 probe agents: this operator's own (env WINREADY_IMAGE)")
-	fs.DurationVar(&o.operatorQuiet, "operator-quiet", controllers.DefaultOperatorQuiet,
-		"how long the Tigera operator must have written nothing before BGP off and the services endpoint are written together; negative: no wait")
+	// Kept so that existing command lines still start: a write spanning the
+	// Installation and the services endpoint holds calico-node instead of
+	// waiting for the Tigera operator to rest (controllers/hold.go).
+	fs.Duration("operator-quiet", 0, "deprecated, no effect")
 	o.zap.BindFlags(fs)
 	return fs, o
 }
@@ -203,7 +203,6 @@ func runOperator(o operatorOptions) error {
 		return err
 	}
 	r.ProbeNamespace = o.probeNamespace
-	r.OperatorQuiet = o.operatorQuiet
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}

@@ -126,7 +126,7 @@ func calicoOnly(counts map[string]int) map[string]int {
 		f := strings.Fields(k)
 		switch {
 		case f[0] == "Installation", f[0] == "installations", f[0] == "IPAMConfiguration", f[0] == "ipamconfigurations",
-			len(f) == 3 && f[1] == "tigera-operator":
+			len(f) == 3 && (f[1] == "tigera-operator" || f[1] == "calico-system"):
 			out[k] = v
 		}
 	}

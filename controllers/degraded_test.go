@@ -66,7 +66,7 @@ var _ = Describe("Calico Degraded after winready's own change", func() {
 		Eventually(func() string { return servicesEndpoint().Data[calico.ServiceHostKey] }).Should(Equal("10.0.0.10"),
 			"the step that made Calico Degraded runs again with the corrected address")
 		Eventually(func() string { return condition(conditions.CalicoHealthy)().Message }).Should(ContainSubstring("re-running it toward the corrected target"))
-		Expect(installation().Spec.ServiceCIDRs).To(BeEmpty(), "the next step waits for Calico")
+		Expect(stepOf(v1alpha1.StepServiceCIDRs)().Changed).To(BeTrue(), "written in the same write as the services endpoint")
 
 		sim.ClearFault()
 		sim.ReleaseRollouts()

@@ -401,6 +401,7 @@ func (p *pass) recordOriginals(ctx context.Context, c *calico.Cluster, steps []p
 		step.Record(c, originals)
 	}
 	phase.RecordMaxUnavailable(c, originals)
+	recordNodeIgnored(c, originals)
 	if err := record.Save(ctx, p.r.Client, p.r.Namespace, originals); err != nil {
 		return err
 	}

@@ -160,8 +160,9 @@ var _ = Describe("Transient API errors", func() {
 		Expect(flaky.failedAfter.Load()).To(BeNumerically(">", 0))
 		Eventually(func() map[string]int { return calicoOnly(appliedWritesSince(baseline)()) }).Should(Equal(map[string]int{
 			"ipamconfigurations patch":          1,
-			"installations patch":               4,
+			"installations patch":               3,
 			"configmaps tigera-operator create": 1,
+			"daemonsets calico-system patch":    2,
 		}), "each change applied once; all writes: %v", appliedWritesSince(baseline)())
 
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
@@ -182,7 +183,8 @@ var _ = Describe("A dry run at any moment", func() {
 
 	It("stops a migration midway and shows what is left", func() {
 		sim.HoldRollouts()
-		createWR()
+		// One change per step, so that steps are left after BGP.
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.Conservative = true })
 		Eventually(func() string { return stepOf(v1alpha1.StepBGP)().Message }).Should(ContainSubstring("calico-node rollout"))
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePlanned))

@@ -22,6 +22,8 @@ package controllers
 // +kubebuilder:rbac:groups=crd.projectcalico.org,resources=ipamblocks,verbs=list
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list
 // +kubebuilder:rbac:groups=apps,namespace=calico-system,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,namespace=calico-system,resources=daemonsets,resourceNames=calico-node,verbs=patch
+// +kubebuilder:rbac:groups=apps,namespace=calico-system,resources=deployments,resourceNames=calico-typha,verbs=get
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=list
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=servicecidrs,verbs=list
 // +kubebuilder:rbac:groups=discovery.k8s.io,namespace=default,resources=endpointslices,verbs=list

@@ -144,6 +144,10 @@ var _ = Describe("Rolling back", func() {
 
 		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonWindowsNodesPresent))
 		Expect(getWR().Status.Message).To(ContainSubstring("set spec.direction: Migrate"))
+		Eventually(func() bool {
+			_, held := calico.HeldSince(installation())
+			return held
+		}).Should(BeFalse(), "the changes written before the node joined reach calico-node")
 		baseline := appliedWrites()
 		Consistently(func() map[string]int { return calicoOnly(appliedWritesSince(baseline)()) }).Should(BeEmpty(), "nothing more is changed")
 		for _, s := range getWR().Status.Steps {

@@ -118,6 +118,8 @@ var managerMay = []access{
 	{"", "watch", "", "nodes", ""},
 	{"calico-system", "watch", "apps", "daemonsets", ""},
 	{"calico-system", "watch", "", "pods", ""},
+	{"calico-system", "patch", "apps", "daemonsets", "calico-node"},
+	{"calico-system", "get", "apps", "deployments", "calico-typha"},
 	{"default", "list", "discovery.k8s.io", "endpointslices", ""},
 	{"default", "get", "", "services", "kubernetes"},
 	{"default", "create", "events.k8s.io", "events", ""},
@@ -184,6 +186,9 @@ var managerMayNot = []access{
 	{"winready-system", "create", "", "pods", ""},
 	{"default", "create", "apps", "daemonsets", ""},
 	{"calico-system", "create", "apps", "daemonsets", ""},
+	{"calico-system", "patch", "apps", "daemonsets", "calico-node-windows"},
+	{"calico-system", "update", "apps", "daemonsets", "calico-node"},
+	{"calico-system", "get", "apps", "deployments", "calico-kube-controllers"},
 	{"kube-system", "create", "apps", "daemonsets", ""},
 	{"winready-probe", "delete", "apps", "daemonsets", "other"},
 	{"winready-probe", "update", "apps", "daemonsets", "winready-probe"},
@@ -327,8 +332,8 @@ var _ = Describe("Least privilege", func() {
 
 		By("counting the rules that allow writes, as docs/security.md's table does")
 		Expect(writeRules(objs, manager, false)).To(Equal(map[string]int{
-			"": 4, "default": 1, "tigera-operator": 2, "winready-system": 5, "winready-probe": 7,
-		}))
+			"": 4, "calico-system": 1, "default": 1, "tigera-operator": 2, "winready-system": 5, "winready-probe": 7,
+		}), "calico-system: the hold's annotation on calico-node, by name")
 		Expect(writeRules(objs, manager, true)).To(Equal(map[string]int{"default": 1, "winready-system": 1, "winready-probe": 1}),
 			"events (the WindowsReadiness's, and leader election's on its Lease) are patched by generated names; reports are deleted as a collection")
 		Expect(writeRules(objs, agent, false)).To(Equal(map[string]int{"winready-probe": 1}))
@@ -694,6 +699,7 @@ var _ = Describe("The manager's writes to Calico's objects", func() {
 			"a pool's fields": `[{"op":"replace","path":"/spec/calicoNetwork/ipPools/0/natOutgoing","value":"Disabled"}]`,
 			"a new pool":      `[{"op":"add","path":"/spec/calicoNetwork/ipPools/-","value":{"cidr":"10.244.0.0/16","encapsulation":"VXLAN"}}]`,
 			"labels":          `[{"op":"add","path":"/metadata/labels","value":{"example.com/x":"y"}}]`,
+			"an annotation":   `[{"op":"add","path":"/metadata/annotations","value":{"example.com/x":"y"}}]`,
 		}
 		Eventually(func() error {
 			return managerPatch(inst, types.JSONPatchType, refusedInst["registry"])
@@ -710,6 +716,10 @@ var _ = Describe("The manager's writes to Calico's objects", func() {
 			{"op":"add","path":"/spec/serviceCIDRs","value":["10.96.0.0/12"]},
 			{"op":"add","path":"/spec/nodeUpdateStrategy","value":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"10%"}}}]`)).
 			To(Succeed(), "the fields winready owns")
+		Expect(managerPatch(inst, types.MergePatchType, `{"metadata":{"annotations":{"`+calico.HoldAnnotation+`":"2026-12-03T12:00:00Z"}}}`)).
+			To(Succeed(), "the mark of the calico-node hold")
+		Expect(managerPatch(inst, types.MergePatchType, `{"metadata":{"annotations":{"`+calico.HoldAnnotation+`":null}}}`)).
+			To(Succeed(), "the mark of the calico-node hold, removed")
 
 		By("the services endpoint ConfigMap: its two keys only")
 		endpoint := func(name string, data map[string]string) *corev1.ConfigMap {

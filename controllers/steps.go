@@ -86,9 +86,12 @@ func (p *pass) walkStep(ctx context.Context, in phase.Input, step phase.Step, re
 				return phase.WaitingFor(why)
 			}
 		}
-		b := p.batch(ctx, in, step, rest, allowed, due)
-		if o := p.awaitQuiet(b); o != nil {
-			return *o
+		b, err := p.batch(ctx, in, step, rest, allowed, due)
+		if err != nil {
+			return phase.FailedWith(err)
+		}
+		if err := p.holdCalicoNode(ctx, in, &b); err != nil {
+			return phase.FailedWith(fmt.Errorf("step %s: %w", name, err))
 		}
 		if o := p.change(ctx, in, step, b); o != nil {
 			return *o
@@ -149,47 +152,71 @@ func (p *pass) change(ctx context.Context, in phase.Input, step phase.Step, b ba
 // re-render calico-node, each a rollout over every node.
 var rendersCalicoNode = []v1alpha1.StepName{v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}
 
+// batchable are the steps whose changes the Tigera operator applies in one
+// reconcile with at most one calico-node rollout between them (README, the
+// step table): BGP and the services endpoint re-render calico-node; the
+// service network and the Windows dataplane change no part of calico-node's
+// template (pkg/render/node.go reads neither; pkg/render/windows.go renders
+// them into calico-node-windows, which runs on Windows nodes only, and none
+// joins before the cluster is Ready). The operator's validation wants the
+// service network with the Windows dataplane, and the first IPv4 pool VXLAN,
+// which the Encapsulation step before them has settled.
+var batchable = []v1alpha1.StepName{v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint,
+	v1alpha1.StepServiceCIDRs, v1alpha1.StepWindowsDataplane}
+
 // batched are the changes one write makes, and the later steps they include.
 type batched struct {
 	changes []calico.Change
 	steps   []v1alpha1.StepName
 }
 
-// batch adds to a step's due changes those of the later steps that also
-// re-render calico-node, so that the Tigera operator renders them in one
-// reconcile and calico-node rolls out once: calico.Apply patches the
-// Installation first and writes the services endpoint ConfigMap right
-// after, and the operator reads that ConfigMap late in its reconcile. A
-// later step whose change may not be made now (approval, a gate, Calico
-// unhealthy) is left to its own turn, as is every step under
-// spec.rollout.conservative.
-func (p *pass) batch(ctx context.Context, in phase.Input, step phase.Step, rest []phase.Step, allowed mayChange, due []calico.Change) batched {
+// batch adds to a step's due changes those of the later batchable steps, so
+// that the Tigera operator renders them in one reconcile and calico-node
+// rolls out once: the write goes under a hold of calico-node when it spans
+// the Installation and the services-endpoint ConfigMap (hold.go). A later
+// step whose change may not be made now (approval, a gate, Calico unhealthy)
+// is left to its own turn with every step after it, as is every step under
+// spec.rollout.conservative. The change that speeds the rollout up rides
+// along when the write re-renders calico-node.
+func (p *pass) batch(ctx context.Context, in phase.Input, step phase.Step, rest []phase.Step, allowed mayChange, due []calico.Change) (batched, error) {
 	b := batched{changes: due}
-	if !slices.Contains(rendersCalicoNode, step.Name()) {
-		return b
-	}
-	b.changes = append(b.changes, p.faster(in)...)
-	if p.wr.Spec.Rollout.Conservative {
-		return b
-	}
-	for _, other := range rest {
-		if !slices.Contains(rendersCalicoNode, other.Name()) || other.Read(ctx, p.readers(), in.Cluster) != nil {
-			continue
-		}
-		more := calico.Due(other.Diff(in))
-		if len(more) == 0 || allowed(ctx, other.Name()) != nil {
-			continue
-		}
-		if g, ok := other.(phase.Gated); ok {
-			if ready, _ := g.ReadyToChange(in); !ready {
+	if slices.Contains(batchable, step.Name()) && !p.wr.Spec.Rollout.Conservative {
+		for _, other := range rest {
+			if !slices.Contains(batchable, other.Name()) {
 				continue
 			}
+			// A step not read is not left out: the write waits for the
+			// next pass rather than split the batch.
+			if err := other.Read(ctx, p.readers(), in.Cluster); err != nil {
+				return batched{}, fmt.Errorf("observing step %s: %w", other.Name(), err)
+			}
+			more := calico.Due(other.Diff(in))
+			if len(more) == 0 {
+				continue
+			}
+			// A step that must wait holds back every later one too: the
+			// steps' order is what the operator's validation relies on.
+			if o := allowed(ctx, other.Name()); o != nil {
+				if o.Kind == phase.Failed {
+					return batched{}, o.Err
+				}
+				break
+			}
+			if g, ok := other.(phase.Gated); ok {
+				if ready, _ := g.ReadyToChange(in); !ready {
+					break
+				}
+			}
+			p.startStep(other.Name(), in.Direction)
+			b.changes = append(b.changes, more...)
+			b.steps = append(b.steps, other.Name())
 		}
-		p.startStep(other.Name(), in.Direction)
-		b.changes = append(b.changes, more...)
-		b.steps = append(b.steps, other.Name())
 	}
-	return b
+	renders := func(n v1alpha1.StepName) bool { return slices.Contains(rendersCalicoNode, n) }
+	if renders(step.Name()) || slices.ContainsFunc(b.steps, renders) {
+		b.changes = append(b.changes, p.faster(in)...)
+	}
+	return b, nil
 }
 
 func (p *pass) readers() phase.Readers {
@@ -403,7 +430,7 @@ func (p *pass) calicoBlocked(step v1alpha1.StepName, dir v1alpha1.Direction) *ph
 			p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, fmt.Sprintf(
 				"TigeraStatus %s is Degraded (%s) since winready changed step %s: the rollback goes on to undo it", h.Name, h.Message, last.Name))
 			return nil
-		case step == last.Name:
+		case step == last.Name || p.sameWrite(step, last):
 			p.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, fmt.Sprintf(
 				"TigeraStatus %s is Degraded (%s) since winready changed step %s: re-running it toward the corrected target", h.Name, h.Message, last.Name))
 			return nil
@@ -418,6 +445,14 @@ func (p *pass) calicoBlocked(step v1alpha1.StepName, dir v1alpha1.Direction) *ph
 	}
 	o := phase.BlockedBy(conditions.ReasonCalicoDegraded, msg)
 	return &o
+}
+
+// sameWrite says whether step was changed in the same write as last: a
+// batch starts every step it includes at one moment.
+func (p *pass) sameWrite(step v1alpha1.StepName, last *v1alpha1.StepStatus) bool {
+	st := p.step(step)
+	return st.Changed && st.StartedAt != nil && st.StartedAt.Equal(last.StartedAt) &&
+		slices.Contains(batchable, step) && slices.Contains(batchable, last.Name)
 }
 
 // lastChange is the step winready changed most recently, nil when none.

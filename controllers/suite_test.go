@@ -172,10 +172,6 @@ func startOperatorWith(o operatorOptions) *operator {
 	Expect(err).NotTo(HaveOccurred())
 	r.Clock = clock
 	r.GuardRetry = 20 * time.Millisecond
-	// The suite's clock moves only when a spec moves it, and a simulated
-	// reconcile takes milliseconds: hardly ever is one under way across
-	// winready's two writes, so there is nothing to wait out (quiet.go).
-	r.OperatorQuiet = -1
 	var c client.Client = mgr.GetClient()
 	if o.flaky != nil {
 		c = &flakyClient{Client: c, f: o.flaky}

@@ -66,15 +66,8 @@ type Reconciler struct {
 	PreflightRetry time.Duration
 	RetryBase      time.Duration
 	RetryMax       time.Duration
-	// OperatorQuiet is how long the Tigera operator must have written
-	// nothing before a write that spans the Installation and the services
-	// endpoint (quiet.go); 0 is DefaultOperatorQuiet, negative is no wait
-	// (tests whose clock does not move by itself).
-	OperatorQuiet time.Duration
 
 	retries backoff
-	// operatorActivity is when the Tigera operator last wrote (quiet.go).
-	operatorActivity activity
 }
 
 // Reconcile runs one pass of the migration or rollback and writes the status.
@@ -87,7 +80,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// The manager is stopping: the next one starts from the cluster.
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			// Deleted while it held calico-node: nothing is left to follow
+			// the hold, so it ends now.
+			return ctrl.Result{}, r.releaseOrphanedHold(ctx)
+		}
+		return ctrl.Result{}, err
 	}
 	if wr.Name != v1alpha1.Name {
 		// The CRD admits no other name; nothing to do for objects from before that rule.
@@ -186,10 +184,20 @@ func (p *pass) run(ctx context.Context) (ctrl.Result, error) {
 	if err := p.observeCalicoHealth(ctx, inst); err != nil {
 		return ctrl.Result{}, err
 	}
-	if p.wr.Spec.Direction == v1alpha1.DirectionRollback {
-		return p.rollback(ctx, inst)
+	held, err := p.releaseHold(ctx, inst)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	return p.migrate(ctx, inst)
+	var result ctrl.Result
+	if p.wr.Spec.Direction == v1alpha1.DirectionRollback {
+		result, err = p.rollback(ctx, inst)
+	} else {
+		result, err = p.migrate(ctx, inst)
+	}
+	if held > 0 && (result.RequeueAfter == 0 || result.RequeueAfter > held) {
+		result.RequeueAfter = held
+	}
+	return result, err
 }
 
 // observeWindowsNodes records the Windows nodes in the status.
@@ -245,12 +253,6 @@ func (p *pass) event(eventType, reason, action, note string, args ...any) {
 }
 
 func (r *Reconciler) guardRetry() time.Duration { return orDefault(r.GuardRetry, DefaultGuardRetry) }
-func (r *Reconciler) operatorQuiet() time.Duration {
-	if r.OperatorQuiet < 0 {
-		return r.OperatorQuiet
-	}
-	return orDefault(r.OperatorQuiet, DefaultOperatorQuiet)
-}
 func (r *Reconciler) preflightRetry() time.Duration {
 	return orDefault(r.PreflightRetry, DefaultPreflightRetry)
 }

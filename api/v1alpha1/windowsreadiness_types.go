@@ -130,10 +130,12 @@ type WindowsNodesSpec struct {
 
 // RolloutSpec tunes how calico-node rolls out during the migration.
 type RolloutSpec struct {
-	// Conservative makes each change that re-renders calico-node (BGP off,
-	// the services endpoint) reach the Tigera operator on its own, so that
-	// calico-node rolls out once per change. By default both reach it
-	// together and calico-node rolls out once.
+	// Conservative makes each change (BGP off, the services endpoint, the
+	// service network, the Windows dataplane) reach the Tigera operator on
+	// its own, so that calico-node rolls out once per change that
+	// re-renders it. By default the four reach it in one write, with
+	// calico-node held until the operator has read them all, and
+	// calico-node rolls out once.
 	// +optional
 	Conservative bool `json:"conservative,omitempty"`
 
@@ -457,6 +459,14 @@ type Originals struct {
 	// made before winready knew this field lack it; nothing is sped up then.
 	// +optional
 	NodeMaxUnavailable *OriginalValue `json:"nodeMaxUnavailable,omitempty"`
+	// NodeIgnored is calico-node's unsupported.operator.tigera.io/ignore
+	// annotation, which winready sets while the Tigera operator reads a
+	// write spanning the Installation and the services-endpoint ConfigMap
+	// and removes afterwards. An annotation recorded here is someone else's
+	// and is never removed. Records made before winready held calico-node
+	// lack it.
+	// +optional
+	NodeIgnored *OriginalValue `json:"nodeIgnored,omitempty"`
 }
 
 // CheckResult is the outcome of one compatibility check.

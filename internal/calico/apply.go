@@ -53,6 +53,13 @@ func InstallationPatch(inst *operatorv1.Installation, changes []Change) *Patch {
 		}
 	}
 	for _, ch := range changes {
+		if strings.HasPrefix(ch.Pointer, "/metadata/annotations/") && ch.New.Present && inst.Annotations == nil {
+			p.versioned = true
+			p.ops = append(p.ops, PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]any{}})
+			break
+		}
+	}
+	for _, ch := range changes {
 		if ch.Pool != nil {
 			p.Test(poolCIDRPointer(ch.Pointer), ch.Pool.CIDR)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -88,6 +89,7 @@ func ops(t *testing.T, p *Patch, rv string) string {
 func TestInstallationPatch(t *testing.T) {
 	withNetwork := &operatorv1.Installation{Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{}}}
 	bare := &operatorv1.Installation{}
+	held := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{HoldAnnotation: "2026-12-03T13:00:00Z"}}}
 	for _, tc := range []struct {
 		name    string
 		inst    *operatorv1.Installation
@@ -132,6 +134,18 @@ func TestInstallationPatch(t *testing.T) {
 		inst:    bare,
 		changes: []Change{{Pointer: PathWindowsNodes, Old: Value{Present: true, Opaque: true}}},
 		want:    `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"remove","path":"/spec/windowsNodes"}]`,
+	}, {
+		name:    "the hold's mark goes into an Installation without annotations under the resourceVersion guard",
+		inst:    withNetwork,
+		changes: []Change{HoldChange(withNetwork, time.Date(2026, 12, 3, 13, 0, 0, 0, time.UTC))},
+		want: `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"add","path":"/metadata/annotations","value":{}},` +
+			`{"op":"add","path":"/metadata/annotations/winready.io~1calico-node-held","value":"2026-12-03T13:00:00Z"}]`,
+	}, {
+		name:    "the hold's mark comes off tested by its value",
+		inst:    held,
+		changes: ReleaseChange(held),
+		want: `[{"op":"test","path":"/metadata/annotations/winready.io~1calico-node-held","value":"2026-12-03T13:00:00Z"},` +
+			`{"op":"remove","path":"/metadata/annotations/winready.io~1calico-node-held"}]`,
 	}, {
 		name: "a pool's index is guarded by its CIDR",
 		inst: withNetwork,

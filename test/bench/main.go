@@ -422,12 +422,9 @@ func startWinready(ctx context.Context, cfg config, kubeconfig string) (*winread
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
-	// The wait for the Tigera operator to rest before a write spanning two
-	// objects is sized for a real operator's reconciles; the simulated ones
-	// take milliseconds, so it is scaled down with the rest, to the status lag.
 	cmd := exec.CommandContext(ctx, cfg.winready, "--kubeconfig", kubeconfig, "--leader-elect=false",
 		"--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--namespace", operatorNamespace,
-		"--probe-image", "winready:bench", "--operator-quiet", cfg.statusLag.String())
+		"--probe-image", "winready:bench")
 	cmd.Stderr = io.Discard
 	cmd.Stdout = io.Discard
 	if cfg.winreadyLog != "" {
@@ -620,8 +617,8 @@ const realPace = 27 * time.Second
 
 func report(cfg config, results []result) {
 	scale := float64(realPace) / float64(cfg.rolloutStep)
-	fmt.Printf("\nwinready benchmark: rollout %s per node (standing for %s: times x%.0f), TigeraStatus lag %s and winready's "+
-		"--operator-quiet the same, network probe skipped (the runbook has none)\n\n", cfg.rolloutStep, realPace, scale, cfg.statusLag)
+	fmt.Printf("\nwinready benchmark: rollout %s per node (standing for %s: times x%.0f), TigeraStatus lag %s, "+
+		"network probe skipped (the runbook has none)\n\n", cfg.rolloutStep, realPace, scale, cfg.statusLag)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "nodes\tfloor\trunbook\twinready\tx floor\tx runbook\trollouts winready/runbook\tpods replaced\tStalled\t"+
 		"longest rollout at 27s/node\tlongest gap at 27s/node\treq/node\treconciles\tevent->patch p50\tp95\theap MiB\tRSS MiB\t")

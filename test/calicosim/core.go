@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -43,7 +44,7 @@ func (r *coreController) setup(mgr ctrl.Manager) error {
 		For(&operatorv1.Installation{}, builder.WithPredicates(named(installationName))).
 		Watches(&operatorv1.Installation{}, toInstallation, builder.WithPredicates(named(overlayName))).
 		Watches(&corev1.ConfigMap{}, toInstallation, builder.WithPredicates(inNamespace(operatorNamespace), named(servicesEndpointCM))).
-		Watches(&appsv1.DaemonSet{}, toInstallation, builder.WithPredicates(inNamespace(calicoNamespace), named(nodeDaemonSet))).
+		Watches(&appsv1.DaemonSet{}, toInstallation, builder.WithPredicates(inNamespace(calicoNamespace), named(nodeDaemonSet), notMetadataOnly)).
 		Watches(&calicov3.IPPool{}, toInstallation).
 		Watches(&calicov3.FelixConfiguration{}, toInstallation, builder.WithPredicates(named(felixConfigName))).
 		WatchesRawSource(source.Channel(r.sim.corePokes, toInstallation)).
@@ -59,6 +60,7 @@ func (r *coreController) Reconcile(ctx context.Context, _ reconcile.Request) (ct
 		r.status.notFound()
 		return ctrl.Result{}, nil
 	}
+	r.sim.interrupted(ctx)
 	r.status.found(inst)
 	// calico-node is the one workload this simulation renders for TigeraStatus calico to watch.
 	r.status.daemonSets = []types.NamespacedName{daemonSetKey(nodeDaemonSet)}
@@ -189,6 +191,16 @@ func (s *Simulator) servicesEndpoint(ctx context.Context) (*corev1.ConfigMap, er
 func controllerOptions() controller.Options {
 	return controller.Options{SkipNameValidation: ptrTo(true)}
 }
+
+// notMetadataOnly drops DaemonSet updates that change neither the generation nor the status. The operator's watch
+// passes generation changes only (utils.createPredicateForObject) and its status manager follows the status on
+// its own; the simulator wakes on both, and like the operator not on metadata alone: calico-node's ignore
+// annotation coming off wakes neither.
+var notMetadataOnly = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*appsv1.DaemonSet)
+	n, ok2 := e.ObjectNew.(*appsv1.DaemonSet)
+	return !ok1 || !ok2 || o.Generation != n.Generation || !equality.Semantic.DeepEqual(o.Status, n.Status)
+}}
 
 func named(name string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == name })

@@ -86,4 +86,7 @@ const (
 	errVNIMissing              = "VXLANVNI not specified in FelixConfigurationSpec"
 	msgPoolDefaults            = "error filling IP pool defaults"
 	errWindowsNodesDisabled    = "installation spec.WindowsNodes is not valid and should not be provided when Calico for Windows is disabled"
+	errNodeUpdateStrategy      = "installation spec.NodeUpdateStrategy.type '%v' is not supported"
+	// ignoreAnnotation marks an object the operator's component handler leaves alone (utils.IgnoreObject).
+	ignoreAnnotation = "unsupported.operator.tigera.io/ignore"
 )

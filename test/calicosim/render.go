@@ -207,6 +207,10 @@ func (s *Simulator) applyDaemonSet(ctx context.Context, want *appsv1.DaemonSet) 
 	if templateMatches(&cur.Spec.Template.Spec, &want.Spec.Template.Spec) && strategyMatches(cur.Spec.UpdateStrategy, want.Spec.UpdateStrategy) {
 		return nil
 	}
+	if cur.Annotations[ignoreAnnotation] == "true" {
+		// The component handler renders the object and leaves the stored one as it is (component.go).
+		return nil
+	}
 	// The Installation's nodeUpdateStrategy is copied as the operator's render does: a change of it alone bumps
 	// the generation but leaves the template, so no pod is replaced.
 	cur.Spec.UpdateStrategy = want.Spec.UpdateStrategy

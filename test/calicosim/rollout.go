@@ -2,6 +2,7 @@ package calicosim
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -67,26 +68,19 @@ func (r *rolloutController) Reconcile(ctx context.Context, req reconcile.Request
 	if err := r.sim.reader.Get(ctx, req.NamespacedName, ds); err != nil {
 		return finish(client.IgnoreNotFound(err))
 	}
-	desired, err := r.desiredNodes(ctx, ds)
+	nodes, err := r.desiredNodes(ctx, ds)
 	if err != nil {
 		return finish(err)
 	}
+	desired := int32(len(nodes))
 	now := time.Now()
 	rc, seen := r.lastStep[ds.UID]
 	if !seen {
 		rc = resume(ds, desired)
+		rc.seedBook(nodes)
 	}
-	stats := &r.sim.rolloutStats
-	key := req.NamespacedName
-	if hash := templateHash(ds); hash != rc.hash {
-		stats.add(key, rc.newTemplate(hash, now))
-	}
-	rc.resize(desired)
-	started := rc.advance(now, maxUnavailable(ds, desired), r.sim.opts.RolloutStep, r.sim.rolloutsHeld())
-	if !rc.creating {
-		stats.add(key, started)
-		stats.unavailable(key, len(rc.replacing))
-	}
+	rc.pass(&r.sim.rolloutStats, req.NamespacedName, templateHash(ds), nodes, now,
+		maxUnavailable(ds, desired), r.sim.opts.RolloutStep, r.sim.rolloutsHeld())
 	r.lastStep[ds.UID] = rc
 
 	st := ds.Status
@@ -115,20 +109,21 @@ func (r *rolloutController) Reconcile(ctx context.Context, req reconcile.Request
 // a rollout over thousands of nodes does not write thousands of statuses.
 const minStatusInterval = 10 * time.Millisecond
 
-// desiredNodes counts the nodes the pod template's nodeSelector picks (taints are ignored: calico tolerates all).
-func (r *rolloutController) desiredNodes(ctx context.Context, ds *appsv1.DaemonSet) (int32, error) {
+// desiredNodes names the nodes the pod template's nodeSelector picks (taints are ignored: calico tolerates all).
+func (r *rolloutController) desiredNodes(ctx context.Context, ds *appsv1.DaemonSet) ([]string, error) {
 	// From the cache: the Node watch keeps it current, and listing thousands
 	// of nodes from the API server at every step would be the bottleneck.
 	nodes := &corev1.NodeList{}
 	if err := r.client.List(ctx, nodes); err != nil {
-		return 0, err
+		return nil, err
 	}
 	selector := labels.SelectorFromSet(ds.Spec.Template.Spec.NodeSelector)
-	var n int32
+	var names []string
 	for _, node := range nodes.Items {
 		if selector.Matches(labels.Set(node.Labels)) {
-			n++
+			names = append(names, node.Name)
 		}
 	}
-	return n, nil
+	slices.Sort(names)
+	return names, nil
 }

@@ -36,7 +36,8 @@ var _ = Describe("The simulated DaemonSet controller", func() {
 			g.Expect(ok).To(BeTrue(), why)
 		}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
 		Expect(most).To(BeEquivalentTo(3), "half of 6 nodes at a time, never more")
-		Expect(sim.Rollouts("calico-system", "calico-node")).To(Equal(calicosim.RolloutStats{Rollouts: 1, Replacements: 6, MostUnavailable: 3}))
+		Expect(sim.Rollouts("calico-system", "calico-node")).To(And(HaveField("Rollouts", 1), HaveField("Replacements", 6),
+			HaveField("MostUnavailable", 3), HaveField("PerNode", And(HaveLen(6), HaveEach(1)))), "each node replaced once")
 
 		By("putting the strategy back after the rollout, which rolls nothing either")
 		patchInstallation(`[{"op":"replace","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":1}]`)

@@ -3,6 +3,8 @@ package calicosim
 import (
 	"encoding/json"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -28,6 +30,109 @@ type rolloutClock struct {
 	// creating says the DaemonSet is new: its first pods are created, not
 	// replacements, and no rollout.
 	creating bool
+	// pods says which node's pod is which, for counting per node.
+	pods podBook
+}
+
+// pass plays one pass of the controller at now over nodes, for a DaemonSet
+// whose template is hash, and counts what it replaced into stats under key.
+func (rc *rolloutClock) pass(stats *rolloutCounter, key types.NamespacedName, hash string, nodes []string, now time.Time,
+	maxUnavailable int, step time.Duration, held bool) {
+	if hash != rc.hash {
+		stats.add(key, rc.newTemplate(hash, now))
+		stats.replacedOn(key, rc.pods.replaceInflight(hash))
+	}
+	rc.resize(int32(len(nodes)))
+	rc.pods.followNodes(nodes, rc.hash)
+	started := rc.advance(now, maxUnavailable, step, held)
+	replaced := rc.pods.start(started.pods, rc.hash)
+	rc.pods.settle(len(rc.replacing))
+	if !rc.creating {
+		stats.add(key, started)
+		stats.replacedOn(key, replaced)
+		stats.unavailable(key, len(rc.replacing))
+	}
+}
+
+// podBook says which node runs which template. The counts of rolloutClock
+// decide how many pods are replaced; the book decides which, in the order of
+// the node names, so that replacements are counted per node. A node whose pod
+// runs the current template is not replaced again.
+type podBook struct {
+	// hash is the template of each node's pod ("" for one older than any
+	// the simulator saw).
+	hash map[string]string
+	// inflight are the nodes whose pod is being replaced, in the order of
+	// rolloutClock.replacing.
+	inflight []string
+}
+
+// seedBook names the nodes of a clock resumed from the status: the first
+// done of them run the current template.
+func (rc *rolloutClock) seedBook(nodes []string) {
+	rc.pods = podBook{hash: map[string]string{}}
+	for i, n := range nodes {
+		if int32(i) < rc.done {
+			rc.pods.hash[n] = rc.hash
+		} else {
+			rc.pods.hash[n] = ""
+		}
+	}
+}
+
+// followNodes adds the nodes that joined, with a pod of the current
+// template, and forgets those that left.
+func (b *podBook) followNodes(nodes []string, current string) {
+	present := map[string]bool{}
+	for _, n := range nodes {
+		present[n] = true
+		if _, ok := b.hash[n]; !ok {
+			b.hash[n] = current
+		}
+	}
+	for n := range b.hash {
+		if !present[n] {
+			delete(b.hash, n)
+		}
+	}
+	b.inflight = slices.DeleteFunc(b.inflight, func(n string) bool { return !present[n] })
+}
+
+// replaceInflight gives the pods being replaced the current template again,
+// as newTemplate replaces them at once; it returns their nodes.
+func (b *podBook) replaceInflight(current string) []string {
+	for _, n := range b.inflight {
+		b.hash[n] = current
+	}
+	return slices.Clone(b.inflight)
+}
+
+// start replaces k pods of older templates and returns their nodes.
+func (b *podBook) start(k int, current string) []string {
+	if k == 0 {
+		return nil
+	}
+	var names []string
+	for n, h := range b.hash {
+		if h != current && !slices.Contains(b.inflight, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	names = names[:min(k, len(names))]
+	for _, n := range names {
+		b.hash[n] = current
+	}
+	b.inflight = append(b.inflight, names...)
+	return names
+}
+
+// settle keeps as many nodes in flight as the clock has pods being
+// replaced: the oldest finished first.
+func (b *podBook) settle(replacing int) {
+	if drop := len(b.inflight) - replacing; drop > 0 {
+		b.inflight = b.inflight[drop:]
+	}
 }
 
 // resume rebuilds the clock from the status when the simulator first sees a
@@ -120,8 +225,14 @@ func (rc *rolloutClock) advance(now time.Time, maxUnavailable int, step time.Dur
 }
 
 // maxUnavailable is the real controller's: the strategy's value scaled to
-// the desired nodes, rounded up, and at least 1.
+// the desired nodes, rounded up, and at least 1. Under OnDelete the
+// controller replaces no pod (a pod deleted by someone is recreated from the
+// current template; nothing here deletes one), and a pod of the current
+// template is not replaced again once RollingUpdate is back.
 func maxUnavailable(ds *appsv1.DaemonSet, desired int32) int {
+	if ds.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
+		return 0
+	}
 	n := 1
 	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.MaxUnavailable != nil {
 		if v, err := intstr.GetScaledValueFromIntOrPercent(ru.MaxUnavailable, int(desired), true); err == nil {
@@ -153,6 +264,8 @@ type rolloutStarts struct {
 type RolloutStats struct {
 	Rollouts     int
 	Replacements int
+	// PerNode counts the pods replaced on each node.
+	PerNode map[string]int
 	// MostUnavailable is the most pods a rollout had unavailable at once:
 	// the DaemonSet's maxUnavailable at work.
 	MostUnavailable int
@@ -182,6 +295,26 @@ func (c *rolloutCounter) add(key types.NamespacedName, s rolloutStarts) {
 	c.stats[key] = st
 }
 
+// replacedOn counts a pod replaced on each of nodes.
+func (c *rolloutCounter) replacedOn(key types.NamespacedName, nodes []string) {
+	if len(nodes) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stats == nil {
+		c.stats = map[types.NamespacedName]RolloutStats{}
+	}
+	st := c.stats[key]
+	if st.PerNode == nil {
+		st.PerNode = map[string]int{}
+	}
+	for _, n := range nodes {
+		st.PerNode[n]++
+	}
+	c.stats[key] = st
+}
+
 // unavailable notes how many pods a rollout of key has unavailable now.
 func (c *rolloutCounter) unavailable(key types.NamespacedName, n int) {
 	c.mu.Lock()
@@ -202,5 +335,7 @@ func (c *rolloutCounter) unavailable(key types.NamespacedName, n int) {
 func (s *Simulator) Rollouts(namespace, name string) RolloutStats {
 	s.rolloutStats.mu.Lock()
 	defer s.rolloutStats.mu.Unlock()
-	return s.rolloutStats.stats[types.NamespacedName{Namespace: namespace, Name: name}]
+	st := s.rolloutStats.stats[types.NamespacedName{Namespace: namespace, Name: name}]
+	st.PerNode = maps.Clone(st.PerNode)
+	return st
 }

@@ -1,6 +1,8 @@
 package calicosim
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -40,17 +42,36 @@ func TestRolloutReplacesMaxUnavailableNodesAtATime(t *testing.T) {
 // changes at the given times, to the end, and returns what it counted.
 func play(changes ...time.Duration) RolloutStats {
 	var c rolloutCounter
+	nodes := []string{"n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9"}
 	rc := rolloutClock{hash: "0", desired: 10, done: 10}
+	rc.seedBook(nodes)
 	step := time.Second
 	hashes := "abcdefgh"
+	current := "0"
 	for i, at := range changes {
 		now := start.Add(at)
-		c.add(nodeKey, rc.advance(now, 1, step, false))
-		c.add(nodeKey, rc.newTemplate(hashes[i:i+1], now))
-		c.add(nodeKey, rc.advance(now, 1, step, false))
+		rc.pass(&c, nodeKey, current, nodes, now, 1, step, false)
+		current = hashes[i : i+1]
+		rc.pass(&c, nodeKey, current, nodes, now, 1, step, false)
 	}
-	c.add(nodeKey, rc.advance(start.Add(time.Hour), 1, step, false))
+	// Passes as the controller runs them, one per pod that becomes available.
+	for at := time.Duration(0); at < time.Minute; at += step {
+		rc.pass(&c, nodeKey, current, nodes, start.Add(changes[len(changes)-1]+at+time.Millisecond), 1, step, false)
+	}
 	return c.stats[nodeKey]
+}
+
+// perNode is every one of the ten nodes replaced n times, except those
+// named in more, replaced n+1 times.
+func perNode(n int, more ...string) map[string]int {
+	m := map[string]int{}
+	for i := range 10 {
+		m[fmt.Sprintf("n%d", i)] = n
+	}
+	for _, name := range more {
+		m[name]++
+	}
+	return m
 }
 
 var nodeKey = daemonSetKey(nodeDaemonSet)
@@ -61,13 +82,15 @@ func TestRolloutCount(t *testing.T) {
 		changes []time.Duration
 		want    RolloutStats
 	}{
-		{"one change", []time.Duration{0}, RolloutStats{Rollouts: 1, Replacements: 10}},
+		{"one change", []time.Duration{0}, RolloutStats{Rollouts: 1, Replacements: 10, PerNode: perNode(1), MostUnavailable: 1}},
 		// Between two changes no pass of the controller ran: the first
 		// template never replaced a pod.
 		{"two changes seen in one pass", nil, RolloutStats{Rollouts: 1, Replacements: 10}},
-		{"a second change in the middle of the first node", []time.Duration{0, 500 * time.Millisecond}, RolloutStats{Rollouts: 2, Replacements: 11}},
-		{"a second change after three nodes", []time.Duration{0, 3500 * time.Millisecond}, RolloutStats{Rollouts: 2, Replacements: 14}},
-		{"two full rollouts", []time.Duration{0, time.Minute}, RolloutStats{Rollouts: 2, Replacements: 20}},
+		{"a second change in the middle of the first node", []time.Duration{0, 500 * time.Millisecond},
+			RolloutStats{Rollouts: 2, Replacements: 11, PerNode: perNode(1, "n0"), MostUnavailable: 1}},
+		{"a second change after three nodes", []time.Duration{0, 3500 * time.Millisecond},
+			RolloutStats{Rollouts: 2, Replacements: 14, PerNode: perNode(1, "n0", "n1", "n2", "n3"), MostUnavailable: 1}},
+		{"two full rollouts", []time.Duration{0, time.Minute}, RolloutStats{Rollouts: 2, Replacements: 20, PerNode: perNode(2), MostUnavailable: 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,7 +100,7 @@ func TestRolloutCount(t *testing.T) {
 			} else {
 				got = play(c.changes...)
 			}
-			if got != c.want {
+			if !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("got %+v, want %+v", got, c.want)
 			}
 		})

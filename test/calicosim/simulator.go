@@ -80,6 +80,8 @@ type Simulator struct {
 	withheld map[string]bool
 	// podChecks plays the pod network check pods, when NewManager started them.
 	podChecks *PodChecks
+	// interrupt stops the next core reconcile between its reads (InterruptRender).
+	interrupt *Interrupt
 
 	// Pokes wake controllers for changes that are not Kubernetes objects (fault injection, API mode).
 	corePokes        chan event.GenericEvent
@@ -144,6 +146,57 @@ func (s *Simulator) InjectFault(message string) {
 	s.fault = message
 	s.mu.Unlock()
 	poke(s.corePokes)
+}
+
+// Interrupt is a core reconcile stopped between its read of the Installation and its read of the
+// services-endpoint ConfigMap (InterruptRender).
+type Interrupt struct {
+	// Stopped is closed once a reconcile has read the Installation and stopped.
+	Stopped chan struct{}
+	resume  chan struct{}
+	once    sync.Once
+	sim     *Simulator
+}
+
+// Resume lets the stopped reconcile read the ConfigMap and render, or the next one go on undisturbed when
+// none has stopped yet. It may be called more than once.
+func (i *Interrupt) Resume() {
+	i.once.Do(func() {
+		i.sim.mu.Lock()
+		if i.sim.interrupt == i {
+			i.sim.interrupt = nil
+		}
+		i.sim.mu.Unlock()
+		close(i.resume)
+	})
+}
+
+// InterruptRender stops the next core reconcile after it has read the Installation, until Resume: the real
+// operator's reconcile takes long enough for writes to land between its first read and its render, which a
+// simulated one, taking milliseconds, hardly ever lets happen by itself. It starts that reconcile at once.
+func (s *Simulator) InterruptRender() *Interrupt {
+	i := &Interrupt{Stopped: make(chan struct{}), resume: make(chan struct{}), sim: s}
+	s.mu.Lock()
+	s.interrupt = i
+	s.mu.Unlock()
+	poke(s.corePokes)
+	return i
+}
+
+// interrupted stops the calling reconcile when InterruptRender asked for it.
+func (s *Simulator) interrupted(ctx context.Context) {
+	s.mu.Lock()
+	i := s.interrupt
+	s.interrupt = nil
+	s.mu.Unlock()
+	if i == nil {
+		return
+	}
+	close(i.Stopped)
+	select {
+	case <-i.resume:
+	case <-ctx.Done():
+	}
 }
 
 // ResetRolloutStats starts the counts Rollouts returns afresh.

@@ -246,6 +246,42 @@ var _ = Describe("the simulated Tigera operator", func() {
 			Expect(err).To(Satisfy(apierrors.IsNotFound), "nothing is rendered for an invalid Installation")
 		})
 
+		It("refuses an Installation asking calico-node to update OnDelete, and renders nothing", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			patchInstallation(`[{"op":"replace","path":"/spec/nodeUpdateStrategy/type","value":"OnDelete"},` +
+				`{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
+			Eventually(func(g Gomega) {
+				c := condition(g, calicosim.StatusCalico, operatorv1.ComponentDegraded)
+				g.Expect(c.Reason).To(Equal(string(operatorv1.InvalidConfigurationError)))
+				g.Expect(c.Message).To(HavePrefix("Invalid Installation provided: installation spec.NodeUpdateStrategy.type '"))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+			Expect(env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND")).To(Equal("bird"), "nothing is rendered")
+			Expect(daemonSet("calico-node").Spec.UpdateStrategy.Type).To(Equal(appsv1.RollingUpdateDaemonSetStrategyType))
+		})
+
+		It("leaves an ignored calico-node as it is, and renders it at the next Installation change once the annotation is off", func() {
+			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
+			annotate := func(op string) {
+				ds := daemonSet("calico-node")
+				patch := `[{"op":"` + op + `","path":"/metadata/annotations/unsupported.operator.tigera.io~1ignore"` + map[string]string{"add": `,"value":"true"}]`, "remove": `}]`}[op]
+				Expect(k8s.Patch(ctx, ds, client.RawPatch(types.JSONPatchType, []byte(patch)))).To(Succeed())
+			}
+			annotate("add")
+			patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
+			gen := installation().Generation
+			Eventually(func(g Gomega) {
+				g.Expect(condition(g, calicosim.StatusCalico, operatorv1.ComponentAvailable).ObservedGeneration).To(Equal(gen))
+			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed(), "the operator read the Installation")
+			Expect(env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND")).To(Equal("bird"), "and left calico-node alone")
+
+			annotate("remove")
+			Consistently(func() string { return env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND") }).
+				WithPolling(poll).WithTimeout(time.Second).Should(Equal("bird"), "a change of metadata alone wakes no reconcile")
+			Expect(k8s.Patch(ctx, installation(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"touched":"now"}}}`)))).To(Succeed())
+			Eventually(func() string { return env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND") }).
+				WithPolling(poll).WithTimeout(settleTimeout).Should(Equal("vxlan"))
+		})
+
 		It("reports a crash loop as calico Degraded until the fault clears", func() {
 			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
 			msg := "Pod calico-system/calico-node-x7k2p has crash looping container: calico-node"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
 )
 
 // validateInstallation is the part of the operator's validateCustomResource
@@ -12,6 +13,11 @@ import (
 // core controller and the Windows controller both run it on the defaulted spec; a failure is reported as
 // "Invalid Installation provided: <error>" with reason InvalidConfigurationError, and nothing is rendered.
 func validateInstallation(spec *operatorv1.InstallationSpec, ep serviceEndpoint) error {
+	// "We only support RollingUpdate for the node daemonset strategy": an Installation asking for OnDelete
+	// renders nothing. The operator's message names the rollingUpdate settings where it means the type.
+	if spec.NodeUpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType {
+		return fmt.Errorf(errNodeUpdateStrategy, spec.NodeUpdateStrategy.RollingUpdate)
+	}
 	if err := validateRouting(spec); err != nil {
 		return err
 	}

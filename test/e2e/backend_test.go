@@ -33,9 +33,10 @@ type backend interface {
 	// Clean removes what Seed and the scenario created, so that the next
 	// scenario starts from scratch.
 	Clean(ctx context.Context, c client.Client) error
-	// Rollouts counts the pod templates the DaemonSet controller has rolled
-	// calico-node out to since it was created.
-	Rollouts(ctx context.Context, c client.Client) (int, error)
+	// Replacements starts counting the calico-node pods the DaemonSet
+	// controller replaces on each node; the function it returns says how
+	// many so far, by node name; stop ends the count.
+	Replacements(ctx context.Context, c client.Client) (count func() map[string]int, stop func(), err error)
 	Stop() error
 }
 
@@ -83,9 +84,20 @@ func (b *simBackend) Clean(ctx context.Context, c client.Client) error {
 	return calicosim.Clean(ctx, c)
 }
 
-// Rollouts is what the simulated DaemonSet controller counted.
-func (b *simBackend) Rollouts(context.Context, client.Client) (int, error) {
-	return b.sim.Rollouts(calico.SystemNamespace, calico.NodeDaemonSet).Rollouts, nil
+// Replacements is what the simulated DaemonSet controller counted per node
+// since the call.
+func (b *simBackend) Replacements(context.Context, client.Client) (func() map[string]int, func(), error) {
+	count := func() map[string]int { return b.sim.Rollouts(calico.SystemNamespace, calico.NodeDaemonSet).PerNode }
+	before := count()
+	return func() map[string]int {
+		since := map[string]int{}
+		for node, n := range count() {
+			if d := n - before[node]; d > 0 {
+				since[node] = d
+			}
+		}
+		return since
+	}, func() {}, nil
 }
 
 func (b *simBackend) Stop() error {

@@ -15,10 +15,10 @@ import (
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -237,25 +237,75 @@ func (b *realBackend) Clean(ctx context.Context, c client.Client) error {
 	return errors.Join(errs...)
 }
 
-// Rollouts is the highest revision among calico-node's ControllerRevisions,
-// less the first: the DaemonSet controller numbers every template it rolls
-// out to, an older one rolled back to included.
-func (b *realBackend) Rollouts(ctx context.Context, c client.Client) (int, error) {
-	ds := &appsv1.DaemonSet{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}, ds); err != nil {
-		return 0, err
+// Replacements counts, per node, the calico-node pods created after the
+// call: each is the replacement of the pod the DaemonSet controller deleted
+// there (the nodes stay; no pod is created for a new node). A watch from the
+// list's resourceVersion misses none.
+// The watch is a long-running request: stop it, or the API server waits for
+// it when it shuts down.
+func (b *realBackend) Replacements(ctx context.Context, c client.Client) (func() map[string]int, func(), error) {
+	pods := &corev1.PodList{}
+	selector := client.MatchingLabels{"k8s-app": calico.NodeDaemonSet}
+	if err := c.List(ctx, pods, client.InNamespace(calico.SystemNamespace), selector); err != nil {
+		return nil, nil, err
 	}
-	revisions := &appsv1.ControllerRevisionList{}
-	if err := c.List(ctx, revisions, client.InNamespace(calico.SystemNamespace)); err != nil {
-		return 0, err
+	seen := map[types.UID]bool{}
+	for _, p := range pods.Items {
+		seen[p.UID] = true
 	}
-	var top int64
-	for _, r := range revisions.Items {
-		if metav1.IsControlledBy(&r, ds) {
-			top = max(top, r.Revision)
+	wc, err := client.NewWithWatch(b.env.Config, client.Options{Scheme: b.scheme})
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := wc.Watch(ctx, &corev1.PodList{}, client.InNamespace(calico.SystemNamespace), selector,
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: pods.ResourceVersion}})
+	if err != nil {
+		return nil, nil, err
+	}
+	var mu sync.Mutex
+	perNode := map[string]int{}
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || seen[p.UID] {
+				continue
+			}
+			node := podNode(p)
+			if node == "" {
+				continue
+			}
+			mu.Lock()
+			seen[p.UID] = true
+			perNode[node]++
+			mu.Unlock()
+		}
+	}()
+	return func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(perNode)
+	}, w.Stop, nil
+}
+
+// podNode is the node a DaemonSet pod is for: its nodeName once bound, else
+// the node its required affinity names (the DaemonSet controller pins each
+// pod to one node by metadata.name).
+func podNode(p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return p.Spec.NodeName
+	}
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range t.MatchFields {
+			if f.Key == "metadata.name" && len(f.Values) == 1 {
+				return f.Values[0]
+			}
 		}
 	}
-	return int(max(top-1, 0)), nil
+	return ""
 }
 
 func (b *realBackend) Stop() error {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -127,11 +128,22 @@ func daemonSetEnv(name, env string) string {
 	return v
 }
 
-// rollouts is how many templates calico-node has rolled out to so far.
-func rollouts() int {
-	n, err := calicoBackend.Rollouts(ctx, k8s)
+// replacements starts counting calico-node's pod replacements per node;
+// the function it returns says how many so far.
+func replacements() func() map[string]int {
+	count, stop, err := calicoBackend.Replacements(ctx, k8s)
 	Expect(err).NotTo(HaveOccurred())
-	return n
+	DeferCleanup(stop)
+	return count
+}
+
+// oncePerNode is every node of the main cluster with one pod replaced.
+func oncePerNode() map[string]int {
+	m := map[string]int{}
+	for _, n := range mainCluster().Nodes {
+		m[n.Name] = 1
+	}
+	return m
 }
 
 // nodeUpdateStrategies watches calico-node's DaemonSet from now on; the
@@ -175,6 +187,30 @@ func healthy() error {
 		if h := calico.HealthOf(&ts); !h.Available || h.Progressing || h.Degraded {
 			return errorf("TigeraStatus %s: %+v", ts.Name, h)
 		}
+	}
+	return nil
+}
+
+// atRest is Calico healthy at the Installation's generation with calico-node
+// rolled out: no render or rollout left over from an earlier change (an
+// earlier spec's clean-up included) counts toward the next one's.
+func atRest() error {
+	if err := healthy(); err != nil {
+		return err
+	}
+	h, err := calico.ReadHealth(ctx, k8s, calico.StatusCalico)
+	if err != nil {
+		return err
+	}
+	if gen := installation().Generation; h.ObservedGeneration < gen {
+		return errorf("TigeraStatus calico at generation %d, the Installation at %d", h.ObservedGeneration, gen)
+	}
+	ds := &appsv1.DaemonSet{}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}, ds); err != nil {
+		return err
+	}
+	if done, why := calico.RolloutDone(ds); !done {
+		return errorf("%s", why)
 	}
 	return nil
 }
@@ -309,15 +345,20 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 			Should(MatchError(ContainSubstring("this cluster is not ready for Windows nodes yet (WindowsReadiness default is Paused)")))
 	})
 
-	It("migrates to Ready with one calico-node rollout at the asked pace, and Calico runs the Windows-ready configuration", func() {
-		before, pace := rollouts(), nodeUpdateStrategies()
+	It("migrates to Ready replacing each calico-node pod once, at the asked pace, and Calico runs the Windows-ready configuration", func() {
+		Eventually(atRest).Should(Succeed(), "the earlier specs' changes rendered and rolled out")
+		replaced, pace, start := replacements(), nodeUpdateStrategies(), time.Now()
 		quarter := intstr.FromString("25%")
 		updateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Paused = false
 			wr.Spec.Rollout.MaxUnavailable = &quarter
 		})
 		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
-		Expect(rollouts()-before).To(Equal(1), "BGP off and the services endpoint reach the Tigera operator together")
+		GinkgoWriter.Printf("migration: Ready after %s\n", time.Since(start).Round(100*time.Millisecond))
+		Eventually(replaced).Should(HaveLen(len(oncePerNode())), "every node's calico-node pod replaced")
+		Consistently(replaced).Should(Equal(oncePerNode()),
+			"BGP off and the services endpoint reach the Tigera operator together: each calico-node pod replaced once")
+		GinkgoWriter.Printf("migration: calico-node pods replaced per node %v\n", replaced())
 		By("rolling out at spec.rollout.maxUnavailable, then putting the Installation's value back")
 		Expect(pace()).To(ContainElement(quarter), "calico-node's DaemonSet as the Tigera operator rendered it")
 		Expect(installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
@@ -342,11 +383,15 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		Eventually(healthy).Should(Succeed(), "every TigeraStatus Available")
 	})
 
-	It("rolls back to exactly what was there, with one calico-node rollout", func() {
-		before := rollouts()
+	It("rolls back to exactly what was there, replacing each calico-node pod once", func() {
+		Eventually(atRest).Should(Succeed())
+		replaced, start := replacements(), time.Now()
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
-		Expect(rollouts() - before).To(Equal(1))
+		GinkgoWriter.Printf("rollback: RolledBack after %s\n", time.Since(start).Round(100*time.Millisecond))
+		Eventually(replaced).Should(HaveLen(len(oncePerNode())), "every node's calico-node pod replaced")
+		Consistently(replaced).Should(Equal(oncePerNode()), "each calico-node pod replaced once")
+		GinkgoWriter.Printf("rollback: calico-node pods replaced per node %v\n", replaced())
 		Expect(installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
 		Expect(touchedFields()).To(Equal(original))
 		Expect(daemonSetEnv(calico.NodeDaemonSet, calico.NetworkingBackendEnv)).NotTo(Equal(calico.BackendVXLAN))

@@ -84,8 +84,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	manager, err = installWinready(ctx, k8s, objs)
 	Expect(err).NotTo(HaveOccurred())
-	// E2E_WINREADY_ARGS adds flags, e.g. --operator-quiet=-1s to see what the
-	// wait before a write spanning two objects prevents.
+	// E2E_WINREADY_ARGS adds flags, e.g. --zap-log-level=2 for the waits.
 	winready, err = runAsInstalled(ctx, k8s, cfg, manager, "winready", winreadyBin(), strings.Fields(os.Getenv("E2E_WINREADY_ARGS"))...)
 	Expect(err).NotTo(HaveOccurred(), "run make build first")
 })

@@ -201,9 +201,6 @@ func (c *Cluster) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A simulated reconcile takes milliseconds: hardly ever is one under way
-	// across winready's two writes, so there is nothing to wait out (quiet.go).
-	r.OperatorQuiet = -1
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -1,0 +1,210 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/phase"
+)
+
+// HoldMax bounds a hold of calico-node whose evidence does not come (a
+// Tigera operator that is down or never reaches its render): calico-node is
+// then released anyway and renders whatever the operator reads at that
+// moment. A running operator shows the evidence within its 5-second status
+// tick.
+const HoldMax = 5 * time.Minute
+
+// holdLook is how soon a hold's evidence is looked at again when no watched
+// object changes: the Tigera operator's status tick.
+const holdLook = 5 * time.Second
+
+// needsHold says whether a write spans the Installation and the
+// services-endpoint ConfigMap. Two objects cannot be written at once, and the
+// Tigera operator reads them at different moments of one reconcile, so the
+// write goes under a hold of calico-node (calico.IgnoreAnnotation). A write
+// of one object is rendered whole by the first reconcile that reads it and
+// needs none.
+func (b batched) needsHold() bool {
+	var inst, cm bool
+	for _, c := range calico.Due(b.changes) {
+		switch c.Object {
+		case calico.ObjectInstallation:
+			inst = true
+		case calico.ObjectServicesEndpoint:
+			cm = true
+		}
+	}
+	return inst && cm
+}
+
+// holdCalicoNode makes the Tigera operator leave calico-node alone before the write of
+// b, and adds the mark of the hold to b's Installation patch. calico-node
+// absent (the operator creates it whole, from what it reads then) or held by
+// someone else needs no hold of winready's.
+func (p *pass) holdCalicoNode(ctx context.Context, in phase.Input, b *batched) error {
+	if !b.needsHold() || in.Cluster.Node == nil {
+		return nil
+	}
+	ds := in.Cluster.Node
+	if calico.Ignored(ds) {
+		// The cache keeps no managedFields: who set the annotation is read live.
+		live, err := calico.ReadDaemonSet(ctx, p.r.APIReader, calico.NodeDaemonSet)
+		if err != nil || live == nil || !calico.HeldBy(live, FieldOwner) {
+			// A person's hold: the operator renders nothing into calico-node
+			// until they lift it, and then renders it whole.
+			return err
+		}
+	} else if err := calico.HoldNode(ctx, p.r.Client, ds); err != nil {
+		return err
+	}
+	b.changes = append(b.changes, calico.HoldChange(in.Cluster.Installation, p.r.Clock.Now()))
+	log.FromContext(ctx).Info("holding calico-node while the Tigera operator reads the changes")
+	return nil
+}
+
+// releaseHold ends winready's hold of calico-node once the Tigera operator
+// has read every held change, whatever the direction, the pause or a stall:
+// the held changes are written, and calico-node must not stay frozen. It runs
+// before anything else in a pass, so a restarted manager finds and ends a
+// hold it left. It returns how soon to look again while the hold goes on.
+func (p *pass) releaseHold(ctx context.Context, inst *operatorv1.Installation) (time.Duration, error) {
+	since, marked := calico.HeldSince(inst)
+	if !marked && p.wr.Status.Originals == nil {
+		// A hold comes after the originals are recorded, and its mark goes
+		// only after the annotation: nothing to look for.
+		return 0, nil
+	}
+	ds, err := calico.ReadDaemonSet(ctx, p.r.Client, calico.NodeDaemonSet)
+	if err != nil {
+		return 0, err
+	}
+	if !marked && !calico.Ignored(ds) {
+		return 0, nil
+	}
+	if marked {
+		read, why, err := p.operatorRead(ctx, inst)
+		if err != nil {
+			return 0, err
+		}
+		if !read {
+			if left := HoldMax - p.r.Clock.Since(since); left > 0 {
+				log.FromContext(ctx).V(1).Info("holding calico-node", "until", why)
+				// The TigeraStatus and Installation watches wake the reconciler;
+				// calico-typha is not watched (winready may only get it by
+				// name), so look again after one status tick of the operator.
+				return min(left, holdLook), nil
+			}
+			p.event(corev1.EventTypeWarning, "CalicoNodeReleased", "Rollout",
+				"calico-node released after %s without the evidence awaited (%s): it renders whatever the Tigera operator reads now", HoldMax, why)
+		}
+	}
+	if calico.Ignored(ds) {
+		if err := p.releaseNode(ctx); err != nil {
+			return 0, err
+		}
+	}
+	if marked {
+		// The Installation changes, so the operator reconciles now and
+		// renders calico-node once, from the held changes together.
+		if err := calico.Apply(ctx, p.r.Client, &calico.Cluster{Installation: inst}, calico.ReleaseChange(inst)); err != nil {
+			return 0, fmt.Errorf("unmarking the hold of calico-node: %w", err)
+		}
+		log.FromContext(ctx).Info("released calico-node: the Tigera operator renders the held changes in one template")
+	}
+	return 0, nil
+}
+
+// releaseNode removes calico-node's ignore annotation when winready set it:
+// its field manager wrote it, and the originals do not record it as there
+// before the migration.
+func (p *pass) releaseNode(ctx context.Context) error {
+	if o := p.wr.Status.Originals; o != nil && o.NodeIgnored != nil && o.NodeIgnored.Present {
+		return nil
+	}
+	live, err := calico.ReadDaemonSet(ctx, p.r.APIReader, calico.NodeDaemonSet)
+	if err != nil || live == nil || !calico.Ignored(live) || !calico.HeldBy(live, FieldOwner) {
+		return err
+	}
+	return calico.ReleaseNode(ctx, p.r.Client, live)
+}
+
+// releaseOrphanedHold ends a hold at once when the WindowsReadiness that
+// made it is gone.
+func (r *Reconciler) releaseOrphanedHold(ctx context.Context) error {
+	inst, err := calico.GetInstallation(ctx, r.Client)
+	if err != nil || inst == nil {
+		return err
+	}
+	p := &pass{r: r, wr: &v1alpha1.WindowsReadiness{}}
+	if err := p.releaseNode(ctx); err != nil {
+		return err
+	}
+	if _, marked := calico.HeldSince(inst); !marked {
+		return nil
+	}
+	if err := calico.Apply(ctx, r.Client, &calico.Cluster{Installation: inst}, calico.ReleaseChange(inst)); err != nil {
+		return fmt.Errorf("unmarking the hold of calico-node: %w", err)
+	}
+	return nil
+}
+
+// recordNodeIgnored records calico-node's ignore annotation before the
+// migration, absent included.
+func recordNodeIgnored(c *calico.Cluster, o *v1alpha1.Originals) {
+	rec := v1alpha1.OriginalValue{}
+	if c.Node != nil {
+		if v, ok := c.Node.Annotations[calico.IgnoreAnnotation]; ok {
+			rec = v1alpha1.OriginalValue{Present: true, Value: v}
+		}
+	}
+	o.NodeIgnored = &rec
+}
+
+// operatorRead says whether the Tigera operator has read the held changes,
+// and what is awaited if not. The Installation: TigeraStatus calico carries
+// the generation of the last reconcile that finished (SetMetaData is
+// deferred to its end), and reconciles run one at a time, so any reconcile
+// from now on starts from that Installation or a later one. The status
+// ticker writes it up to 5 s later; sooner, a reconcile that ends with all
+// available writes the spec it read into status.computed as its last act,
+// and a computed equal to the spec says the same. The ConfigMap:
+// the operator keeps one in-memory copy of it and renders calico-typha from
+// the same copy as calico-node, so Typha carrying its values shows the copy
+// is current (and a copy never goes back to older values: the operator reads
+// it from a cache that only moves forward).
+func (p *pass) operatorRead(ctx context.Context, inst *operatorv1.Installation) (bool, string, error) {
+	h, err := calico.ReadHealth(ctx, p.r.Client, calico.StatusCalico)
+	if err != nil {
+		return false, "", err
+	}
+	computed := inst.Status.Computed != nil && equality.Semantic.DeepEqual(*inst.Status.Computed, inst.Spec)
+	if h.ObservedGeneration < inst.Generation && !computed {
+		return false, fmt.Sprintf("TigeraStatus calico to observe Installation generation %d (at %d)", inst.Generation, h.ObservedGeneration), nil
+	}
+	if h.Degraded {
+		// An Installation the operator refuses renders nothing at all; once
+		// it is fixed, the next reconcile reads every held change afresh.
+		return true, "", nil
+	}
+	cm, err := calico.GetServicesEndpoint(ctx, p.r.Client)
+	if err != nil || cm == nil {
+		return err == nil, "", err
+	}
+	host, port, found, err := calico.TyphaEndpoint(ctx, p.r.APIReader)
+	if err != nil || !found {
+		return err == nil, "", err
+	}
+	if want := [2]string{cm.Data[calico.ServiceHostKey], cm.Data[calico.ServicePortKey]}; [2]string{host, port} != want {
+		return false, fmt.Sprintf("the Tigera operator to render calico-typha with %s=%q %s=%q (is %q %q)",
+			calico.ServiceHostKey, want[0], calico.ServicePortKey, want[1], host, port), nil
+	}
+	return true, "", nil
+}

@@ -1,0 +1,133 @@
+package controllers_test
+
+import (
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/test/calicosim"
+)
+
+var _ = Describe("calico-node held while the Tigera operator reads a write spanning two objects", func() {
+	var op *operator
+
+	AfterEach(func() { resetCluster(op) })
+
+	stats := func() calicosim.RolloutStats { return sim.Rollouts(calico.SystemNamespace, calico.NodeDaemonSet) }
+	calicoNode := func() *appsv1.DaemonSet {
+		ds := &appsv1.DaemonSet{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}, ds)).To(Succeed())
+		return ds
+	}
+	ignored := func() bool { return calico.Ignored(calicoNode()) }
+	marked := func() bool {
+		_, held := calico.HeldSince(installation())
+		return held
+	}
+	servicesEndpointWritten := func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: calico.OperatorNamespace, Name: calico.ServicesEndpointConfigMap}, &corev1.ConfigMap{})
+	}
+
+	// interruptedBatch takes a migration to the point where a reconcile of
+	// the Tigera operator has read the Installation with BGP on, and
+	// winready has since written BGP off and the services endpoint: the
+	// reconcile, resumed, reads the new ConfigMap and renders calico-node
+	// from both.
+	interruptedBatch := func(mutate ...func(*v1alpha1.WindowsReadiness)) *calicosim.Interrupt {
+		seed(calicosim.MainCluster())
+		sim.ResetRolloutStats()
+		op = startOperator(nil, nil)
+		createWR(append(mutate, func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.RequireApproval = true
+			wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepEncapsulation}
+		})...)
+		Eventually(condition(conditions.Reconciling)).Should(And(HaveField("Reason", conditions.ReasonAwaitingApproval),
+			HaveField("Message", ContainSubstring("BGP"))))
+		stop := sim.InterruptRender()
+		DeferCleanup(stop.Resume)
+		Eventually(stop.Stopped).Should(BeClosed(), "a reconcile of the Tigera operator read the Installation and stopped")
+		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.ApprovedSteps = append(wr.Spec.ApprovedSteps, v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint)
+		})
+		Eventually(servicesEndpointWritten).Should(Succeed())
+		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)), "written before the ConfigMap")
+		return stop
+	}
+
+	It("rolls calico-node out once, each node replaced once, though a reconcile under way read the Installation before the write", func() {
+		stop := interruptedBatch()
+		Expect(ignored()).To(BeTrue(), "calico-node held before the write")
+		Expect(marked()).To(BeTrue(), "the Installation says so")
+		stop.Resume()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(stats()).To(And(HaveField("Rollouts", 1), HaveField("Replacements", 3)), "three nodes, each replaced once")
+		Expect(ignored()).To(BeFalse(), "released")
+		Expect(marked()).To(BeFalse())
+		Expect(getWR().Status.Originals.NodeIgnored).To(HaveValue(Equal(v1alpha1.OriginalValue{})), "recorded absent")
+	})
+
+	It("releases calico-node left held by a manager that stopped, once a new one starts", func() {
+		stop := interruptedBatch()
+		op.stop()
+		Expect(ignored()).To(BeTrue())
+		stop.Resume()
+		Consistently(ignored).Should(BeTrue(), "nothing but winready lifts the hold")
+		op = startOperator(nil, nil)
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Expect(stats()).To(And(HaveField("Rollouts", 1), HaveField("Replacements", 3)))
+		Expect(ignored()).To(BeFalse())
+		Expect(marked()).To(BeFalse())
+	})
+
+	It("releases calico-node while paused: the held changes are written and must reach the nodes", func() {
+		stop := interruptedBatch()
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		stop.Resume()
+		Eventually(ignored).Should(BeFalse())
+		Eventually(func() string {
+			v, _ := calico.ContainerEnv(calicoNode(), calico.NodeContainer, calico.NetworkingBackendEnv)
+			return v
+		}).Should(Equal(calico.BackendVXLAN))
+		Expect(marked()).To(BeFalse())
+		Expect(stats()).To(HaveField("Rollouts", 1))
+	})
+
+	It("releases calico-node after HoldMax when the Tigera operator shows no sign of reading the changes", func() {
+		stop := interruptedBatch()
+		Consistently(ignored).Should(BeTrue(), "a stopped operator reads nothing: the hold waits")
+		op.clock.Step(controllers.HoldMax)
+		poke("test/poke", "1")
+		Eventually(ignored).Should(BeFalse())
+		Eventually(marked).Should(BeFalse())
+		stop.Resume()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+	})
+
+	It("releases calico-node at once when the WindowsReadiness is deleted during the hold", func() {
+		interruptedBatch()
+		deleteWR()
+		Eventually(ignored).Should(BeFalse())
+		Eventually(marked).Should(BeFalse())
+	})
+
+	It("rolls back the same way: once, each node replaced once, through the hold", func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		sim.ResetRolloutStats()
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(stats()).To(And(HaveField("Rollouts", 1), HaveField("Replacements", 3)))
+		Expect(ignored()).To(BeFalse())
+		Expect(marked()).To(BeFalse())
+	})
+})
