@@ -37,7 +37,7 @@ var _ = Describe("The WindowsReadiness API", func() {
 		Expect(wr.Spec.Preflight.ProbeTimeout.Duration.String()).To(Equal("30s"))
 	})
 
-	It("shows direction, phase, ready, message and age in kubectl get", func() {
+	It("shows direction, phase, the step, the rollout's progress and ETA, ready and age in kubectl get, and the message in -o wide", func() {
 		Expect(create(v1alpha1.Name, none)).To(Succeed())
 		disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 		Expect(err).NotTo(HaveOccurred())
@@ -47,11 +47,16 @@ var _ = Describe("The WindowsReadiness API", func() {
 		Expect(err).NotTo(HaveOccurred())
 		table := &metav1.Table{}
 		Expect(json.Unmarshal(body, table)).To(Succeed())
-		var names []string
+		var names, wide []string
 		for _, c := range table.ColumnDefinitions {
-			names = append(names, c.Name)
+			if c.Priority == 0 {
+				names = append(names, c.Name)
+			} else {
+				wide = append(wide, c.Name)
+			}
 		}
-		Expect(names).To(Equal([]string{"Name", "Direction", "Phase", "Ready", "Message", "Age"}))
+		Expect(names).To(Equal([]string{"Name", "Direction", "Phase", "Step", "Progress", "ETA", "Ready", "Age"}))
+		Expect(wide).To(Equal([]string{"Message"}))
 		Expect(table.Rows).To(HaveLen(1))
 		Expect(table.Rows[0].Cells[0:2]).To(Equal([]any{"default", "Migrate"}))
 	})
