@@ -11,6 +11,7 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -78,7 +79,9 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 	if o := p.walk(ctx, in, steps, p.migrationBlocked); o.Kind != phase.Done {
 		return p.conclude(ctx, o)
 	}
-	if !conditions.IsTrue(p.wr, conditions.Ready) || p.wr.Status.ObservedGeneration != p.wr.Generation {
+	// Once per generation: Ready already True for this one means the event went out.
+	if ready := meta.FindStatusCondition(p.wr.Status.Conditions, conditions.Ready); ready == nil ||
+		ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != p.wr.Generation {
 		p.event(corev1.EventTypeNormal, conditions.ReasonMigrated, "Migrate", "the cluster is ready for Windows nodes")
 	}
 	p.finish(conditions.ReasonMigrated, "the cluster is ready for Windows nodes")
@@ -191,7 +194,6 @@ func (p *pass) planOnly(ctx context.Context, in phase.Input, steps []phase.Step)
 	p.set(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonDryRun, msg)
 	p.set(conditions.Ready, metav1.ConditionFalse, conditions.ReasonDryRun, msg)
 	p.wr.Status.Message = msg
-	p.wr.Status.ObservedGeneration = p.wr.Generation
 	return nil
 }
 

@@ -89,6 +89,19 @@ var _ = Describe("Operating winready", func() {
 		Expect(kstatusOf()).To(Equal(status.FailedStatus), "stalled")
 	})
 
+	It("reports in status.observedGeneration every generation it has read, also while paused", func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.RequireApproval = true })
+		Eventually(func() bool {
+			wr := getWR()
+			return wr.Generation == 2 && wr.Status.ObservedGeneration == 2
+		}).Should(BeTrue(), "a paused pass read generation 2")
+		Expect(phaseOf()).To(Equal(v1alpha1.PhasePaused))
+	})
+
 	It("serves the phase, step durations, failing pairs and a blocked gauge on the metrics endpoint", func() {
 		cl := calicosim.MainCluster()
 		Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())

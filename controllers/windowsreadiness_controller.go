@@ -119,6 +119,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	default:
 		r.retries.reset()
 	}
+	// Every pass read this generation and wrote the conditions for it: the
+	// Kubernetes convention, which kstatus, Flux and Argo CD read as "seen".
+	wr.Status.ObservedGeneration = wr.Generation
 	wr.Status.Phase = conditions.Phase(wr)
 	metrics.RecordStatus(wr)
 	if perr := p.persist(ctx); perr != nil {
@@ -219,14 +222,12 @@ func (p *pass) set(typ string, status metav1.ConditionStatus, reason, message st
 }
 
 // stall records that a person is needed: nothing more happens until the spec
-// or a watched object changes. The generation counts as acted on, so that
-// kstatus reads the object as Failed rather than still in progress.
+// or a watched object changes.
 func (p *pass) stall(reason, message string) {
 	p.set(conditions.Stalled, metav1.ConditionTrue, reason, message)
 	p.set(conditions.Reconciling, metav1.ConditionFalse, reason, message)
 	p.set(conditions.Ready, metav1.ConditionFalse, reason, message)
 	p.wr.Status.Message = message
-	p.wr.Status.ObservedGeneration = p.wr.Generation
 }
 
 // progress records that work is under way.
@@ -243,7 +244,6 @@ func (p *pass) finish(reason, message string) {
 	p.set(conditions.Reconciling, metav1.ConditionFalse, reason, message)
 	p.set(conditions.Ready, metav1.ConditionTrue, reason, message)
 	p.wr.Status.Message = message
-	p.wr.Status.ObservedGeneration = p.wr.Generation
 }
 
 func (p *pass) event(eventType, reason, action, note string, args ...any) {
