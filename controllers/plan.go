@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,7 +42,10 @@ func PlanCluster(ctx context.Context, c client.Client, d preflight.Discovery, wr
 	if inst == nil {
 		return PlanResult{}, ErrNoInstallation
 	}
-	r := &Reconciler{Client: c, APIReader: c, Discovery: d, Clock: clock.RealClock{}}
+	// No operator namespace here: the cluster CA that proves the API server
+	// address (ConfigMap kube-root-ca.crt, published in every namespace) is
+	// read from default.
+	r := &Reconciler{Client: c, APIReader: c, Discovery: d, Clock: clock.RealClock{}, Namespace: corev1.NamespaceDefault}
 	cp := wr.DeepCopy()
 	cp.Status = v1alpha1.WindowsReadinessStatus{}
 	p := &pass{r: r, wr: cp, before: cp.DeepCopy()}
