@@ -30,6 +30,7 @@ import (
 
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/detect"
+	"github.com/winready/winready/internal/plugin"
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
 )
@@ -117,7 +118,7 @@ func TestReadOnlyConfig(t *testing.T) {
 		methods = append(methods, r.Method)
 	}))
 	defer srv.Close()
-	hc, err := rest.HTTPClientFor(readOnly(&rest.Config{Host: srv.URL}))
+	hc, err := rest.HTTPClientFor(plugin.ReadOnly(&rest.Config{Host: srv.URL}))
 	if err != nil {
 		t.Fatal(err)
 	}

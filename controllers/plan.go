@@ -22,13 +22,13 @@ var ErrNoInstallation = errors.New("no Installation default: winready migrates a
 type PlanResult struct {
 	// Checks are the compatibility checks of the preflight, without the UDP
 	// 4789 probe.
-	Checks []v1alpha1.PreflightCheck
+	Checks []v1alpha1.PreflightCheck `json:"checks"`
 	// Passed is false when a check failed; there is no plan then.
-	Passed bool
+	Passed bool `json:"passed"`
 	// Targets are the values the migration would write and their sources.
-	Targets *v1alpha1.Targets
+	Targets *v1alpha1.Targets `json:"targets,omitempty"`
 	// Plan is every change the migration would make, in order.
-	Plan []v1alpha1.PlannedChange
+	Plan []v1alpha1.PlannedChange `json:"plan"`
 }
 
 // PlanCluster runs the preflight checks and the dry run of the operator for

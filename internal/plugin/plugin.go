@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -29,15 +30,19 @@ type options struct {
 	flags   *genericclioptions.ConfigFlags
 	streams genericiooptions.IOStreams
 	now     func() time.Time
-	// newClient is set by tests; nil builds one from flags.
-	newClient func() (client.Client, error)
+	// restConfig is set by tests; nil reads the kubectl flags.
+	restConfig func() (*rest.Config, error)
+}
+
+func (o *options) config() (*rest.Config, error) {
+	if o.restConfig != nil {
+		return o.restConfig()
+	}
+	return o.flags.ToRESTConfig()
 }
 
 func (o *options) client() (client.Client, error) {
-	if o.newClient != nil {
-		return o.newClient()
-	}
-	cfg, err := o.flags.ToRESTConfig()
+	cfg, err := o.config()
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +69,7 @@ func newCommand(o *options) *cobra.Command {
 	root.SetOut(o.streams.Out)
 	root.SetErr(o.streams.ErrOut)
 	root.AddCommand(statusCommand(o), approveCommand(o), pauseCommand(o, true), pauseCommand(o, false),
-		rollbackCommand(o), versionCommand(o))
+		rollbackCommand(o), planCommand(o), versionCommand(o))
 	return root
 }
 
@@ -109,7 +114,11 @@ func printAs(w io.Writer, format string, obj any) (bool, error) {
 		_, err = w.Write(data)
 		return true, err
 	}
-	return true, fmt.Errorf("unknown output format %q: use json or yaml", format)
+	return true, errUnknownOutput(format)
+}
+
+func errUnknownOutput(format string) error {
+	return fmt.Errorf("unknown output format %q: use json or yaml", format)
 }
 
 // patchSpec merges spec into the WindowsReadiness's spec and prints what

@@ -6,12 +6,14 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -20,13 +22,20 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files from the output")
 
-var k8s client.Client
+var (
+	k8s client.Client
+	cfg *rest.Config
+)
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
+	// Calico's CRDs too (make envtest-assets puts them in bin/crds): plan
+	// reads the Installation.
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases"),
+		filepath.Join("..", "..", "bin", "crds", "operator"), filepath.Join("..", "..", "bin", "crds", "calico")},
 		ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
+	var err error
+	cfg, err = env.Start()
 	if err != nil {
 		panic(err)
 	}
@@ -96,8 +105,8 @@ func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	o := &options{flags: genericclioptions.NewConfigFlags(true), now: func() time.Time { return now },
-		streams:   genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut},
-		newClient: func() (client.Client, error) { return k8s, nil }}
+		streams:    genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut},
+		restConfig: func() (*rest.Config, error) { return cfg, nil }}
 	cmd := newCommand(o)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(context.Background())
@@ -194,4 +203,16 @@ func TestPauseResumeAndRollbackEachPatchOneField(t *testing.T) {
 		}
 	}
 	golden(t, "pause-resume-rollback", outs)
+}
+
+func TestPlanWithoutAnInstallationSaysSo(t *testing.T) {
+	for _, args := range [][]string{{"plan"}, {"plan", "-o", "json"}} {
+		_, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "no Installation default") {
+			t.Errorf("%v: %v, want the missing Installation named", args, err)
+		}
+	}
+	if _, err := run(t, "plan", "-o", "wide"); err == nil || !strings.Contains(err.Error(), "unknown output format") {
+		t.Errorf("-o wide: %v", err)
+	}
 }
