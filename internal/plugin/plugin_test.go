@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -97,6 +100,16 @@ func seed(t *testing.T) {
 	}
 	if err := k8s.Status().Update(context.Background(), wr); err != nil {
 		t.Fatal(err)
+	}
+	for i, reason := range []string{"OriginalsRecorded", "StepStarted", "StepFinished", "StepStarted", "StepFinished", "StepStarted"} {
+		ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("default.%d", i)},
+			EventTime: metav1.NewMicroTime(now.Add(time.Duration(i-12) * time.Minute)), ReportingController: "winready",
+			ReportingInstance: "winready-0", Action: "Migrate", Reason: reason, Type: "Normal", Note: fmt.Sprintf("event %d", i),
+			Regarding: corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "WindowsReadiness", Name: v1alpha1.Name}}
+		if err := k8s.Create(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), ev) })
 	}
 }
 

@@ -7,7 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"slices"
+
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,6 +22,9 @@ import (
 func schemeOf() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := calico.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := eventsv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, v1alpha1.AddToScheme(s)
@@ -64,8 +71,42 @@ func (o *options) status(ctx context.Context, c client.Client, output string) er
 	if done, err := printAs(o.streams.Out, output, wr); done {
 		return err
 	}
-	describe(o.streams.Out, wr, o.now())
+	events, err := lastEvents(ctx, c, wr)
+	if err != nil {
+		return err
+	}
+	describe(o.streams.Out, wr, events, o.now())
 	return nil
+}
+
+// shownEvents is how many of the latest Events status shows.
+const shownEvents = 5
+
+// lastEvents are the latest Events about the WindowsReadiness, oldest first.
+// Events of a cluster-scoped object live in namespace default.
+func lastEvents(ctx context.Context, c client.Client, wr *v1alpha1.WindowsReadiness) ([]eventsv1.Event, error) {
+	list := &eventsv1.EventList{}
+	if err := c.List(ctx, list, client.InNamespace(corev1.NamespaceDefault)); err != nil {
+		return nil, fmt.Errorf("listing the Events of WindowsReadiness %s: %w", wr.Name, err)
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "WindowsReadiness" && e.Regarding.Name == wr.Name {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b eventsv1.Event) int { return eventTime(a).Compare(eventTime(b)) })
+	return out[max(len(out)-shownEvents, 0):], nil
+}
+
+func eventTime(e eventsv1.Event) time.Time {
+	switch {
+	case e.Series != nil:
+		return e.Series.LastObservedTime.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.DeprecatedLastTimestamp.Time
 }
 
 // tree writes clusterctl-describe-style lines, two levels deep.
@@ -97,7 +138,7 @@ func (t *tree) line(depth int, last bool, format string, a ...any) {
 }
 
 // describe writes the WindowsReadiness as a tree, durations counted to now.
-func describe(w io.Writer, wr *v1alpha1.WindowsReadiness, now time.Time) {
+func describe(w io.Writer, wr *v1alpha1.WindowsReadiness, events []eventsv1.Event, now time.Time) {
 	t := &tree{w: w}
 	st := wr.Status
 	t.line(0, false, "WindowsReadiness/%s  direction %s  phase %s  generation %d (observed %d)",
@@ -133,7 +174,7 @@ func describe(w io.Writer, wr *v1alpha1.WindowsReadiness, now time.Time) {
 			t.line(2, i == len(pf.Checks)-1, "%-5s %-26s %s", c.Result, c.Name, c.Message)
 		}
 	}
-	t.line(1, true, "Windows nodes")
+	t.line(1, false, "Windows nodes")
 	if len(st.WindowsNodeJoins) == 0 {
 		t.line(2, true, "none has joined")
 	}
@@ -143,6 +184,14 @@ func describe(w io.Writer, wr *v1alpha1.WindowsReadiness, now time.Time) {
 			waiting = "waiting for " + j.WaitingFor
 		}
 		t.line(2, i == len(st.WindowsNodeJoins)-1, "%-20s %-8s %s", j.Name, j.State, waiting)
+	}
+	t.line(1, true, "Events (latest %d)", shownEvents)
+	if len(events) == 0 {
+		t.line(2, true, "none")
+	}
+	for i, e := range events {
+		t.line(2, i == len(events)-1, "%-8s %-7s %-20s %s ago: %s", e.Type, e.Action, e.Reason,
+			now.Sub(eventTime(e)).Round(time.Second), e.Note)
 	}
 }
 
