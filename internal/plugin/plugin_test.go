@@ -3,6 +3,7 @@ package plugin
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/test/calicosim"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the output")
@@ -227,5 +229,37 @@ func TestPlanWithoutAnInstallationSaysSo(t *testing.T) {
 	}
 	if _, err := run(t, "plan", "-o", "wide"); err == nil || !strings.Contains(err.Error(), "unknown output format") {
 		t.Errorf("-o wide: %v", err)
+	}
+}
+
+func TestPlanOfASeededCluster(t *testing.T) {
+	ctx := context.Background()
+	if err := calicosim.Seed(ctx, k8s, calicosim.MainCluster()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := calicosim.Clean(ctx, k8s); err != nil {
+			t.Error(err)
+		}
+	})
+	out, err := run(t, "plan")
+	golden(t, "plan", fmt.Sprintf("%s--- error: %v\n", out, err))
+	js, err := run(t, "plan", "-o", "json")
+	var res struct {
+		Checks []v1alpha1.PreflightCheck `json:"checks"`
+		Passed bool                      `json:"passed"`
+	}
+	if jerr := json.Unmarshal([]byte(js), &res); jerr != nil || len(res.Checks) == 0 {
+		t.Fatalf("-o json printed %q (%v); error %v", js, jerr, err)
+	}
+	if (err == nil) != res.Passed {
+		t.Errorf("passed %t but error %v", res.Passed, err)
+	}
+}
+
+func TestVersionPrintsTheBuild(t *testing.T) {
+	out, err := run(t, "version")
+	if err != nil || !strings.HasPrefix(out, "winready dev (revision ") {
+		t.Errorf("version printed %q, %v", out, err)
 	}
 }
