@@ -62,12 +62,21 @@ type auditEvent struct {
 // keyed "<resource> [<namespace>] <verb>", leaving out its own
 // WindowsReadiness.
 func appliedWrites() map[string]int {
+	accepted, _ := auditedWrites()
+	return accepted
+}
+
+// auditedWrites counts winready's writes in the audit log: those the API
+// server accepted, and those whose outcome the log cannot tell: no response
+// yet, or a server error, which a manager stopped in the middle of a request
+// sees even when storage had already committed the write.
+func auditedWrites() (accepted, unsure map[string]int) {
 	f, err := os.Open(auditLog)
 	Expect(err).NotTo(HaveOccurred())
 	defer f.Close()
 	received := map[string]string{} // auditID to key, in order of arrival
 	var order []string
-	failed := map[string]bool{}
+	code := map[string]int{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -87,34 +96,39 @@ func appliedWrites() map[string]int {
 			}
 			received[ev.AuditID] = key
 			order = append(order, ev.AuditID)
-		case "ResponseComplete", "Panic":
-			if ev.ResponseStatus.Code >= 300 || ev.Stage == "Panic" {
-				failed[ev.AuditID] = true
-			}
-		}
-	}
-	counts := map[string]int{}
-	for _, id := range order {
-		if !failed[id] {
-			counts[received[id]]++
+		case "ResponseComplete":
+			code[ev.AuditID] = int(ev.ResponseStatus.Code)
+		case "Panic":
+			code[ev.AuditID] = 500
 		}
 	}
 	Expect(sc.Err()).NotTo(HaveOccurred())
-	return counts
+	accepted, unsure = map[string]int{}, map[string]int{}
+	for _, id := range order {
+		switch c, done := code[id]; {
+		case done && c < 300:
+			accepted[received[id]]++
+		case !done || c >= 500:
+			unsure[received[id]]++
+		}
+	}
+	return accepted, unsure
 }
 
 // appliedWritesSince returns a function that counts the writes accepted
 // since baseline was taken.
 func appliedWritesSince(baseline map[string]int) func() map[string]int {
-	return func() map[string]int {
-		counts := appliedWrites()
-		for k, v := range baseline {
-			if counts[k] -= v; counts[k] == 0 {
-				delete(counts, k)
-			}
+	return func() map[string]int { return subtract(appliedWrites(), baseline) }
+}
+
+// subtract is counts less baseline, without the keys that reach zero.
+func subtract(counts, baseline map[string]int) map[string]int {
+	for k, v := range baseline {
+		if counts[k] -= v; counts[k] == 0 {
+			delete(counts, k)
 		}
-		return counts
 	}
+	return counts
 }
 
 // calicoOnly keeps the counts of writes to what Calico reads: the
