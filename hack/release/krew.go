@@ -16,7 +16,7 @@ import (
 )
 
 // krewPlatforms are the platforms kubectl winready is released for.
-var krewPlatforms = [][2]string{{"linux", "amd64"}, {"linux", "arm64"}, {"darwin", "arm64"}, {"windows", "amd64"}}
+var krewPlatforms = [][2]string{{"linux", "amd64"}, {"linux", "arm64"}, {"windows", "amd64"}}
 
 // pluginArchive packs one platform's binary as kubectl-winready (the name
 // kubectl looks plugins up by) into a reproducible tar.gz and returns its
