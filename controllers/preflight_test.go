@@ -27,19 +27,6 @@ var _ = Describe("The preflight on seeded Calico objects", func() {
 
 	AfterEach(func() { resetCluster(op) })
 
-	check := func(name string) func() v1alpha1.PreflightCheck {
-		return func() v1alpha1.PreflightCheck {
-			if pf := getWR().Status.Preflight; pf != nil {
-				for _, c := range pf.Checks {
-					if c.Name == name {
-						return c
-					}
-				}
-			}
-			return v1alpha1.PreflightCheck{}
-		}
-	}
-
 	DescribeTable("reports each check with the fix",
 		func(objects func() []client.Object, acknowledge []v1alpha1.Acknowledgement, name string, result v1alpha1.CheckResult, message string,
 			mutate ...func(*v1alpha1.WindowsReadiness)) {
@@ -55,7 +42,7 @@ var _ = Describe("The preflight on seeded Calico objects", func() {
 					m(wr)
 				}
 			})
-			Eventually(check(name)).Should(And(HaveField("Result", result), HaveField("Message", ContainSubstring(message))))
+			Eventually(checkNamed(name)).Should(And(HaveField("Result", result), HaveField("Message", ContainSubstring(message))))
 			if result == v1alpha1.CheckFail {
 				Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
 				Expect(getWR().Status.Originals).To(BeNil(), "a failed preflight changes nothing")

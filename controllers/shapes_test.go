@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +47,26 @@ func calicoStateNow() calicoState {
 		s.ServicesEndpoint = cm.Data
 	}
 	return s
+}
+
+// refusedBeforeAnyChange runs winready on the seeded cluster, without the node
+// rounds, and expects the preflight check name to fail with every message,
+// the migration Stalled and Calico's objects as they were.
+func refusedBeforeAnyChange(name string, messages ...string) *operator {
+	before := calicoStateNow()
+	op := startOperator(nil, nil)
+	createWR(func(wr *v1alpha1.WindowsReadiness) {
+		wr.Spec.Preflight.SkipNetworkProbe = true
+		wr.Spec.PodNetworkCheck.Disabled = true
+	})
+	matchers := []types.GomegaMatcher{HaveField("Result", v1alpha1.CheckFail)}
+	for _, m := range messages {
+		matchers = append(matchers, HaveField("Message", ContainSubstring(m)))
+	}
+	Eventually(checkNamed(name)).Should(And(matchers...))
+	Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+	Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
+	return op
 }
 
 // checkNamed returns the preflight check of that name, or an empty one.
@@ -178,16 +199,7 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 		vpp := operatorv1.LinuxDataplaneVPP
 		inst.Spec.CalicoNetwork.LinuxDataplane = &vpp
 		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
-		before := calicoStateNow()
-		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) {
-			wr.Spec.Preflight.SkipNetworkProbe = true
-			wr.Spec.PodNetworkCheck.Disabled = true
-		})
-		Eventually(checkNamed(preflight.CheckDataplane)).Should(And(HaveField("Result", v1alpha1.CheckFail),
-			HaveField("Message", ContainSubstring("linuxDataplane is VPP"))))
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
-		Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
+		op = refusedBeforeAnyChange(preflight.CheckDataplane, "linuxDataplane is VPP")
 	})
 
 	It("refuses host-local IPAM, with which the Tigera operator rejects VXLAN pools", func() {
@@ -196,16 +208,7 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 		base := inst.DeepCopy()
 		inst.Spec.CNI.IPAM = &operatorv1.IPAMSpec{Type: operatorv1.IPAMPluginHostLocal}
 		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
-		before := calicoStateNow()
-		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) {
-			wr.Spec.Preflight.SkipNetworkProbe = true
-			wr.Spec.PodNetworkCheck.Disabled = true
-		})
-		Eventually(checkNamed(preflight.CheckCNI)).Should(And(HaveField("Result", v1alpha1.CheckFail),
-			HaveField("Message", ContainSubstring("spec.cni.ipam.type is HostLocal"))))
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
-		Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
+		op = refusedBeforeAnyChange(preflight.CheckCNI, "spec.cni.ipam.type is HostLocal")
 	})
 
 	It("refuses an API server address that fails the TLS check against the cluster CA, and goes on with one that passes", func() {
@@ -249,18 +252,8 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 		inst.Annotations = map[string]string{"meta.helm.sh/release-name": "calico", "meta.helm.sh/release-namespace": "tigera-operator"}
 		inst.Labels = map[string]string{"app.kubernetes.io/managed-by": "Helm"}
 		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
-		before := calicoStateNow()
-		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) {
-			wr.Spec.Preflight.SkipNetworkProbe = true
-			wr.Spec.PodNetworkCheck.Disabled = true
-		})
-		Eventually(checkNamed(preflight.CheckHelm)).Should(And(HaveField("Result", v1alpha1.CheckFail),
-			HaveField("Message", ContainSubstring("Installation default is rendered by calico (annotation meta.helm.sh/release-name=calico, "+
-				"label app.kubernetes.io/managed-by=Helm)")),
-			HaveField("Message", ContainSubstring("installation:\n  calicoNetwork:\n    bgp: Disabled"))))
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
-		Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
+		op = refusedBeforeAnyChange(preflight.CheckHelm, "Installation default is rendered by calico (annotation meta.helm.sh/release-name=calico, "+
+			"label app.kubernetes.io/managed-by=Helm)", "installation:\n  calicoNetwork:\n    bgp: Disabled")
 
 		updateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Preflight.Acknowledge = []v1alpha1.Acknowledgement{v1alpha1.AcknowledgeHelmManagedInstallation}

@@ -107,13 +107,13 @@ func binaryLayer(binary []byte, mtime time.Time) (v1.Layer, error) {
 
 // imageIndex is the multi-platform image: one manifest per platform, in the
 // order given.
-func imageIndex(images []v1.Image, platforms []v1.Platform) (v1.ImageIndex, error) {
+func imageIndex(images []v1.Image, platforms []v1.Platform) v1.ImageIndex {
 	adds := make([]mutate.IndexAddendum, len(images))
 	for i, img := range images {
 		p := platforms[i]
 		adds[i] = mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &p}}
 	}
-	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...), nil
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
 }
 
 // writeLayout writes idx as an OCI image layout in dir, tagged with the

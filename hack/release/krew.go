@@ -93,16 +93,8 @@ func krewManifest(version string, platforms []krewPlatform) ([]byte, error) {
 func buildPlugin(o options, baseURL string) error {
 	var platforms []krewPlatform
 	for _, p := range krewPlatforms {
-		// The plugin is the winready binary: the release's own where it has
-		// one for the platform, built here otherwise.
+		// The plugin is the release's own winready binary for the platform.
 		bin := filepath.Join(o.out, binaryName(p[0], p[1]))
-		if _, err := os.Stat(bin); err != nil {
-			bin = filepath.Join(os.TempDir(), fmt.Sprintf("kubectl-winready-%s-%s-%d", p[0], p[1], os.Getpid()))
-			if err := goBuild(o, p[0], p[1], bin); err != nil {
-				return err
-			}
-			defer os.Remove(bin)
-		}
 		name, sum, err := pluginArchive(o.out, bin, p[0], p[1], o.epoch)
 		if err != nil {
 			return fmt.Errorf("packing kubectl winready for %s/%s: %w", p[0], p[1], err)

@@ -148,10 +148,7 @@ func buildImage(o options) (string, error) {
 			return "", fmt.Errorf("image for %s/%s: %w", p.OS, p.Architecture, err)
 		}
 	}
-	idx, err := imageIndex(images, platforms)
-	if err != nil {
-		return "", err
-	}
+	idx := imageIndex(images, platforms)
 	h, err := writeLayout(filepath.Join(o.out, "image"), idx, meta)
 	if err != nil {
 		return "", err
