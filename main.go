@@ -198,12 +198,8 @@ func runOperator(o operatorOptions) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	r, err := controllers.NewReconciler(mgr, o.namespace, o.probeImage)
-	if err != nil {
-		return err
-	}
-	r.ProbeNamespace = o.probeNamespace
-	if err := r.SetupWithManager(mgr); err != nil {
+	if _, err := controllers.Setup(mgr, controllers.Options{Namespace: o.namespace, ProbeNamespace: o.probeNamespace,
+		ProbeImage: o.probeImage}); err != nil {
 		return fmt.Errorf("setting up the reconciler: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -43,5 +43,5 @@ func boundStatus(st *v1alpha1.WindowsReadinessStatus) {
 // migration and conflict notes name nodes, pairs and fields, and an Event
 // whose note is too long is refused and never seen.
 func eventNote(note string, args ...any) string {
-	return bounded(fmt.Sprintf(note, args...))
+	return bounded(sprintf(note, args...))
 }

@@ -31,10 +31,12 @@ func recorded(t *testing.T, rec *events.FakeRecorder, prefix string) string {
 
 func TestEventNotesStayWithinTheEventsAPILimit(t *testing.T) {
 	rec := events.NewFakeRecorder(2)
-	p := &pass{r: &Reconciler{Recorder: rec}, wr: &v1alpha1.WindowsReadiness{}}
+	r := &Reconciler{Recorder: rec}
+	p := &scope{wr: &v1alpha1.WindowsReadiness{}}
 
 	pairs := strings.Repeat("linux-0->linux-1 ", 200)
-	p.event(corev1.EventTypeWarning, "ProbeFailed", "Probe", "pairs failing: %s", pairs)
+	p.note(corev1.EventTypeWarning, "ProbeFailed", "Probe", "pairs failing: %s", pairs)
+	r.recordEvents(p)
 	note := recorded(t, rec, "Warning ProbeFailed ")
 	if len(note) > 1024 {
 		t.Fatalf("note of %d bytes, events.k8s.io/v1 refuses more than 1024", len(note))
@@ -44,12 +46,14 @@ func TestEventNotesStayWithinTheEventsAPILimit(t *testing.T) {
 	}
 
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("w", 253)}}
-	p.nodeNotJoined(node, v1alpha1.WindowsNodeJoin{WaitingFor: strings.Repeat("calico-node-windows pod ", 50)}, time.Minute)
+	nodeNotJoined(p, node, v1alpha1.WindowsNodeJoin{WaitingFor: strings.Repeat("calico-node-windows pod ", 50)}, time.Minute)
+	r.recordEvents(p)
 	if note := recorded(t, rec, "Warning "+windows.ReasonNotJoined+" "); len(note) > 1024 {
 		t.Fatalf("not-joined note of %d bytes", len(note))
 	}
 
-	p.event(corev1.EventTypeNormal, "Probe", "Probe", "round %s: %d of %d pairs passed", "r1", 6, 6)
+	p.note(corev1.EventTypeNormal, "Probe", "Probe", "round %s: %d of %d pairs passed", "r1", 6, 6)
+	r.recordEvents(p)
 	if note := recorded(t, rec, "Normal Probe "); note != "round r1: 6 of 6 pairs passed" {
 		t.Fatalf("a short note is changed: %q", note)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
-	"github.com/winready/winready/internal/phase"
 )
 
 // maxReverts is how often winready puts a value back after another field
@@ -19,33 +18,32 @@ const maxReverts = 2
 // reverted handles a value that another manager put back after a finished
 // step had changed it toward the same target. It lets the step re-apply a
 // bounded number of times, then stops it naming the manager and the YAML to
-// commit to its source. It returns the outcome when the step stops.
-func (p *pass) reverted(ctx context.Context, name v1alpha1.StepName, changes []calico.Change) *phase.Outcome {
-	rec := p.step(name)
-	rec.Reverts++
-	who := "another field manager"
+// commit to its source. Once it has stopped, the revert that stopped it is
+// not counted again by every pass that sees it.
+func (w walk) reverted(ctx context.Context, s *scope, name v1alpha1.StepName, changes []calico.Change) Outcome {
+	rec := s.steps().get(name)
 	// Read past the cache, which drops managedFields.
-	inst, err := calico.GetInstallation(ctx, p.r.APIReader)
+	inst, err := calico.GetInstallation(ctx, w.APIReader)
 	if err != nil {
-		o := phase.FailedWith(err)
-		return &o
+		return failed(err)
 	}
+	who := "another field manager"
 	if inst != nil {
 		if manager := calico.LastManager(inst, changes, FieldOwner); manager != "" {
 			who = fmt.Sprintf("field manager %q", manager)
 		}
 	}
 	if rec.Reverts <= maxReverts {
-		p.event(corev1.EventTypeWarning, "ValueReverted", string(name), "%s put back the value of %s; applying it again (%d of %d)",
-			who, name, rec.Reverts, maxReverts)
-		return nil
+		rec.Reverts++
+		if rec.Reverts <= maxReverts {
+			s.note(corev1.EventTypeWarning, conditions.ReasonValueReverted, string(name),
+				"%s put back the value of %s; applying it again (%d of %d)", who, name, rec.Reverts, maxReverts)
+		}
 	}
-	msg := fmt.Sprintf("%s keeps putting back what step %s changes (%d times); winready stops here instead of fighting it. "+
+	if rec.Reverts <= maxReverts {
+		return done()
+	}
+	return stop(conditions.ReasonConflictingManager, "%s keeps putting back what step %s changes (%d times); winready stops here instead of fighting it. "+
 		"Commit this to the source of that manager (e.g. the Installation in Git); winready goes on by itself once the value stays:\n%s",
 		who, name, rec.Reverts, calico.CommitYAML(changes))
-	if !p.alreadyStalled(conditions.ReasonConflictingManager) {
-		p.event(corev1.EventTypeWarning, conditions.ReasonConflictingManager, string(name), "%s", msg)
-	}
-	o := phase.BlockedBy(conditions.ReasonConflictingManager, msg)
-	return &o
 }

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -22,11 +23,26 @@ func rolloutAt(n int32) *appsv1.DaemonSet {
 			NumberAvailable: 999, NumberUnavailable: 1}}
 }
 
-func waitingPass(clock *clocktesting.FakeClock, deadline time.Duration) *pass {
+// waiting is a pass waiting at step BGP, and the function that concludes it
+// on what the step waits for, as the clock says now.
+type waiting struct {
+	*scope
+	r     *Reconciler
+	clock *clocktesting.FakeClock
+}
+
+func waitingPass(clock *clocktesting.FakeClock, deadline time.Duration) *waiting {
 	wr := &v1alpha1.WindowsReadiness{Spec: v1alpha1.WindowsReadinessSpec{ProgressDeadline: &metav1.Duration{Duration: deadline}}}
-	p := &pass{r: &Reconciler{Clock: clock}, wr: wr, before: wr.DeepCopy(), cluster: &calico.Cluster{}}
-	p.startStep(v1alpha1.StepBGP, v1alpha1.DirectionMigrate)
-	return p
+	s := &scope{wr: wr, before: wr.DeepCopy(), now: clock.Now(), cluster: &calico.Cluster{}}
+	s.steps().start(v1alpha1.StepBGP, v1alpha1.DirectionMigrate)
+	return &waiting{scope: s, r: &Reconciler{Clock: clock, opts: Options{}.withDefaults()}, clock: clock}
+}
+
+// wait concludes a pass that waits for what, at step BGP.
+func (w *waiting) wait(what string) ctrl.Result {
+	w.now = w.clock.Now()
+	result, _ := w.r.conclude(context.Background(), w.scope, Outcome{Reason: conditions.ReasonWaiting, Step: v1alpha1.StepBGP, Message: what})
+	return result
 }
 
 // TestSlowRolloutNeverStalls follows a rollout that takes 20 times the
@@ -37,7 +53,7 @@ func TestSlowRolloutNeverStalls(t *testing.T) {
 	for n := int32(0); n < 40; n++ {
 		p.cluster.Node = rolloutAt(n)
 		_, why := calico.RolloutDone(p.cluster.Node)
-		result := p.wait(context.Background(), v1alpha1.StepBGP, "step 3/6 (BGP): waiting for "+why)
+		result := p.wait("step 3/6 (BGP): waiting for " + why)
 		if conditions.IsTrue(p.wr, conditions.Stalled) {
 			t.Fatalf("stalled after %d nodes, %s in: %s", n, clock.Since(p.wr.Status.Steps[0].StartedAt.Time), p.wr.Status.Message)
 		}
@@ -62,7 +78,7 @@ func TestStuckRolloutStalls(t *testing.T) {
 	wait := func(n int32) {
 		p.cluster.Node = rolloutAt(n)
 		_, why := calico.RolloutDone(p.cluster.Node)
-		p.wait(context.Background(), v1alpha1.StepBGP, "step 3/6 (BGP): waiting for "+why)
+		p.wait("step 3/6 (BGP): waiting for " + why)
 	}
 	wait(10)
 	clock.Step(50 * time.Second)

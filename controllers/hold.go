@@ -12,6 +12,7 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/phase"
 )
 
@@ -49,91 +50,94 @@ func (b batched) needsHold() bool {
 // b, and adds the mark of the hold to b's Installation patch. calico-node
 // absent (the operator creates it whole, from what it reads then) or held by
 // someone else needs no hold of winready's.
-func (p *pass) holdCalicoNode(ctx context.Context, in phase.Input, b *batched) error {
+func (w walk) holdCalicoNode(ctx context.Context, s *scope, in phase.Input, b *batched) error {
 	if !b.needsHold() || in.Cluster.Node == nil {
 		return nil
 	}
 	ds := in.Cluster.Node
 	if calico.Ignored(ds) {
 		// The cache keeps no managedFields: who set the annotation is read live.
-		live, err := calico.ReadDaemonSet(ctx, p.r.APIReader, calico.NodeDaemonSet)
+		live, err := calico.ReadDaemonSet(ctx, w.APIReader, calico.NodeDaemonSet)
 		if err != nil || live == nil || !calico.HeldBy(live, FieldOwner) {
 			// A person's hold: the operator renders nothing into calico-node
 			// until they lift it, and then renders it whole.
 			return err
 		}
-	} else if err := calico.HoldNode(ctx, p.r.Client, ds); err != nil {
+	} else if err := calico.HoldNode(ctx, w.Client, ds); err != nil {
 		return err
 	}
-	b.changes = append(b.changes, calico.HoldChange(in.Cluster.Installation, p.r.Clock.Now()))
+	b.changes = append(b.changes, calico.HoldChange(in.Cluster.Installation, s.now))
 	log.FromContext(ctx).Info("holding calico-node while the Tigera operator reads the changes")
 	return nil
 }
 
-// releaseHold ends winready's hold of calico-node once the Tigera operator
+// holdRelease ends winready's hold of calico-node once the Tigera operator
 // has read every held change, whatever the direction, the pause or a stall:
 // the held changes are written, and calico-node must not stay frozen. It runs
-// before anything else in a pass, so a restarted manager finds and ends a
-// hold it left. It returns how soon to look again while the hold goes on.
-func (p *pass) releaseHold(ctx context.Context, inst *operatorv1.Installation) (time.Duration, error) {
-	since, marked := calico.HeldSince(inst)
-	if !marked && p.wr.Status.Originals == nil {
+// before the migration's or the rollback's sub-reconcilers, so a restarted
+// manager finds and ends a hold it left. While the hold goes on it is done,
+// and asks to look again after the operator's status tick.
+type holdRelease struct{ *Reconciler }
+
+func (r holdRelease) reconcile(ctx context.Context, s *scope) Outcome {
+	since, marked := calico.HeldSince(s.inst)
+	if !marked && s.wr.Status.Originals == nil {
 		// A hold comes after the originals are recorded, and its mark goes
 		// only after the annotation: nothing to look for.
-		return 0, nil
+		return done()
 	}
-	ds, err := calico.ReadDaemonSet(ctx, p.r.Client, calico.NodeDaemonSet)
+	ds, err := calico.ReadDaemonSet(ctx, r.Client, calico.NodeDaemonSet)
 	if err != nil {
-		return 0, err
+		return failed(err)
 	}
 	if !marked && !calico.Ignored(ds) {
-		return 0, nil
+		return done()
 	}
 	if marked {
-		read, why, err := p.operatorRead(ctx, inst)
+		read, why, err := r.operatorRead(ctx, s.inst)
 		if err != nil {
-			return 0, err
+			return failed(err)
 		}
 		if !read {
-			if left := HoldMax - p.r.Clock.Since(since); left > 0 {
+			if left := HoldMax - s.now.Sub(since); left > 0 {
 				log.FromContext(ctx).V(1).Info("holding calico-node", "until", why)
 				// The TigeraStatus and Installation watches wake the reconciler;
 				// calico-typha is not watched (winready may only get it by
 				// name), so look again after one status tick of the operator.
-				return min(left, holdLook), nil
+				return Outcome{After: min(left, holdLook)}
 			}
-			p.event(corev1.EventTypeWarning, "CalicoNodeReleased", "Rollout",
+			s.note(corev1.EventTypeWarning, conditions.ReasonCalicoNodeReleased, "Rollout",
 				"calico-node released after %s without the evidence awaited (%s): it renders whatever the Tigera operator reads now", HoldMax, why)
 		}
 	}
 	if calico.Ignored(ds) {
-		if err := p.releaseNode(ctx); err != nil {
-			return 0, err
+		if err := r.releaseNode(ctx, s.wr.Status.Originals); err != nil {
+			return failed(err)
 		}
 	}
 	if marked {
 		// The Installation changes, so the operator reconciles now and
 		// renders calico-node once, from the held changes together.
-		if err := calico.Apply(ctx, p.r.Client, &calico.Cluster{Installation: inst}, calico.ReleaseChange(inst)); err != nil {
-			return 0, fmt.Errorf("unmarking the hold of calico-node: %w", err)
+		if err := calico.Apply(ctx, r.Client, &calico.Cluster{Installation: s.inst}, calico.ReleaseChange(s.inst)); err != nil {
+			return failed(fmt.Errorf("unmarking the hold of calico-node: %w", err))
 		}
 		log.FromContext(ctx).Info("released calico-node: the Tigera operator renders the held changes in one template")
 	}
-	return 0, nil
+	return done()
 }
 
 // releaseNode removes calico-node's ignore annotation when winready set it:
 // its field manager wrote it, and the originals do not record it as there
 // before the migration.
-func (p *pass) releaseNode(ctx context.Context) error {
-	if o := p.wr.Status.Originals; o != nil && o.NodeIgnored != nil && o.NodeIgnored.Present {
+func (r *Reconciler) releaseNode(ctx context.Context, o *v1alpha1.Originals) error {
+	if o != nil && o.NodeIgnored != nil && o.NodeIgnored.Present {
 		return nil
 	}
-	live, err := calico.ReadDaemonSet(ctx, p.r.APIReader, calico.NodeDaemonSet)
+	live, err := calico.ReadDaemonSet(ctx, r.APIReader, calico.NodeDaemonSet)
 	if err != nil || live == nil || !calico.Ignored(live) || !calico.HeldBy(live, FieldOwner) {
 		return err
 	}
-	return calico.ReleaseNode(ctx, p.r.Client, live)
+	return calico.ReleaseNode(ctx, r.Client, live)
 }
 
 // releaseOrphanedHold ends a hold at once when the WindowsReadiness that
@@ -143,8 +147,7 @@ func (r *Reconciler) releaseOrphanedHold(ctx context.Context) error {
 	if err != nil || inst == nil {
 		return err
 	}
-	p := &pass{r: r, wr: &v1alpha1.WindowsReadiness{}}
-	if err := p.releaseNode(ctx); err != nil {
+	if err := r.releaseNode(ctx, nil); err != nil {
 		return err
 	}
 	if _, marked := calico.HeldSince(inst); !marked {
@@ -180,8 +183,8 @@ func recordNodeIgnored(c *calico.Cluster, o *v1alpha1.Originals) {
 // the same copy as calico-node, so Typha carrying its values shows the copy
 // is current (and a copy never goes back to older values: the operator reads
 // it from a cache that only moves forward).
-func (p *pass) operatorRead(ctx context.Context, inst *operatorv1.Installation) (bool, string, error) {
-	h, err := calico.ReadHealth(ctx, p.r.Client, calico.StatusCalico)
+func (r holdRelease) operatorRead(ctx context.Context, inst *operatorv1.Installation) (bool, string, error) {
+	h, err := calico.ReadHealth(ctx, r.Client, calico.StatusCalico)
 	if err != nil {
 		return false, "", err
 	}
@@ -194,11 +197,11 @@ func (p *pass) operatorRead(ctx context.Context, inst *operatorv1.Installation) 
 		// it is fixed, the next reconcile reads every held change afresh.
 		return true, "", nil
 	}
-	cm, err := calico.GetServicesEndpoint(ctx, p.r.Client)
+	cm, err := calico.GetServicesEndpoint(ctx, r.Client)
 	if err != nil || cm == nil {
 		return err == nil, "", err
 	}
-	host, port, found, err := calico.TyphaEndpoint(ctx, p.r.APIReader)
+	host, port, found, err := calico.TyphaEndpoint(ctx, r.APIReader)
 	if err != nil || !found {
 		return err == nil, "", err
 	}

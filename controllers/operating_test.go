@@ -252,5 +252,12 @@ var _ = Describe("Working with people and GitOps", func() {
 		Expect(msg).To(ContainSubstring("spec:\n  calicoNetwork:\n    bgp: Disabled\n"))
 		Consistently(func() *operatorv1.BGPOption { return installation().Spec.CalicoNetwork.BGP }).
 			Should(HaveValue(Equal(operatorv1.BGPEnabled)), "no more fighting")
+
+		By("counting each revert once, however many passes see it")
+		for i := range 3 {
+			poke("winready.io/test-nudge", fmt.Sprint(i))
+		}
+		Consistently(func() int32 { return stepOf(v1alpha1.StepBGP)().Reverts }).Should(BeEquivalentTo(3))
+		Expect(condition(conditions.Stalled)().Message).To(ContainSubstring("(3 times)"))
 	})
 })

@@ -302,16 +302,49 @@ var _ = Describe("The probe round", func() {
 		Expect(probe.Nodes).To(BeEquivalentTo(3))
 	})
 
+	It("stalls with the API server's words when a change is refused for good, and goes on once the refusal is lifted", func() {
+		// An admission policy that refuses BGP Disabled on the Installation,
+		// as a platform's guard rail might.
+		policy := denyPolicy("keep-bgp", admissionv1.Update, admissionv1.Rule{APIGroups: []string{"operator.tigera.io"},
+			APIVersions: []string{"v1"}, Resources: []string{"installations"}},
+			"!has(object.spec.calicoNetwork) || !has(object.spec.calicoNetwork.bgp) || object.spec.calicoNetwork.bgp != 'Disabled'",
+			"BGP stays on in this cluster (policy keep-bgp)")
+		binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "keep-bgp"},
+			Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "keep-bgp",
+				ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}
+		for _, obj := range []client.Object{policy, binding} {
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
+		}
+		inst := installation()
+		Eventually(func() error {
+			cp := inst.DeepCopy()
+			cp.Spec.CalicoNetwork.BGP = ptr.To(operatorv1.BGPDisabled)
+			return k8s.Update(ctx, cp, client.DryRunAll)
+		}).Should(MatchError(ContainSubstring("BGP stays on")))
+
+		createWR()
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonRefused))
+		Expect(getWR().Status.Message).To(And(ContainSubstring("refused a write 3 times"), ContainSubstring("BGP stays on in this cluster")))
+		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)))
+		Expect(stepOf(v1alpha1.StepStrictAffinity)().State).To(Equal(v1alpha1.StepCompleted), "the steps before went ahead")
+
+		By("going on once the policy is gone")
+		for _, obj := range []client.Object{binding, policy} {
+			Expect(k8s.Delete(ctx, obj)).To(Succeed())
+		}
+		Eventually(func() error {
+			cp := installation()
+			cp.Spec.CalicoNetwork.BGP = ptr.To(operatorv1.BGPDisabled)
+			return k8s.Update(ctx, cp, client.DryRunAll)
+		}).Should(Succeed())
+		poke("test/poke", "refused")
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+	})
+
 	It("stalls with the API server's reason when its agents cannot be created, after a bounded number of tries", func() {
-		policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "no-host-network"},
-			Spec: admissionv1.ValidatingAdmissionPolicySpec{
-				FailurePolicy: ptr.To(admissionv1.Fail),
-				MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Create},
-						Rule: admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"daemonsets"}}}}}},
-				Validations: []admissionv1.Validation{{Expression: "!object.spec.template.spec.hostNetwork",
-					Message: "hostNetwork pods are not allowed in this cluster"}},
-			}}
+		policy := denyPolicy("no-host-network", admissionv1.Create, admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"},
+			Resources: []string{"daemonsets"}}, "!object.spec.template.spec.hostNetwork", "hostNetwork pods are not allowed in this cluster")
 		// Bound to winready's namespace only, so that nothing else is refused
 		// while the API server forgets the policy after the spec.
 		binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-host-network"},
@@ -332,8 +365,20 @@ var _ = Describe("The probe round", func() {
 
 		createWR()
 		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
-		Expect(getWR().Status.Message).To(And(ContainSubstring("could not be started in 5 attempts"),
+		Expect(getWR().Status.Message).To(And(ContainSubstring("could not be started in 3 attempts"),
 			ContainSubstring("hostNetwork pods are not allowed in this cluster")))
 		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty(), "nothing was changed")
 	})
 })
+
+// denyPolicy is an admission policy that refuses op on rule's objects unless
+// expression holds, with message.
+func denyPolicy(name string, op admissionv1.OperationType, rule admissionv1.Rule, expression, message string) *admissionv1.ValidatingAdmissionPolicy {
+	return &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{op}, Rule: rule}}}},
+			Validations: []admissionv1.Validation{{Expression: expression, Message: message}},
+		}}
+}

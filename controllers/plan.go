@@ -11,6 +11,7 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/phase"
 	"github.com/winready/winready/internal/preflight"
 )
@@ -45,26 +46,29 @@ func PlanCluster(ctx context.Context, c client.Client, d preflight.Discovery, wr
 	// No operator namespace here: the cluster CA that proves the API server
 	// address (ConfigMap kube-root-ca.crt, published in every namespace) is
 	// read from default.
-	r := &Reconciler{Client: c, APIReader: c, Discovery: d, Clock: clock.RealClock{}, Namespace: corev1.NamespaceDefault}
+	r := &Reconciler{Client: c, APIReader: c, Discovery: d, Clock: clock.RealClock{},
+		opts: Options{Namespace: corev1.NamespaceDefault}.withDefaults()}
 	cp := wr.DeepCopy()
 	cp.Status = v1alpha1.WindowsReadinessStatus{}
-	p := &pass{r: r, wr: cp, before: cp.DeepCopy()}
+	cp.Spec.DryRun = true
+	s := &scope{wr: cp, before: cp.DeepCopy(), now: r.Clock.Now(), inst: inst}
 
-	ok, err := p.preflight(ctx, inst)
-	if err != nil {
-		return PlanResult{}, fmt.Errorf("preflight: %w", err)
+	o := preflightChecks{r}.reconcile(ctx, s)
+	if o.Err != nil {
+		return PlanResult{}, fmt.Errorf("preflight: %w", o.Err)
 	}
-	res := PlanResult{Checks: p.wr.Status.Preflight.Checks, Passed: ok}
-	if !ok {
+	res := PlanResult{Checks: s.wr.Status.Preflight.Checks, Passed: o.Done()}
+	if !res.Passed {
 		return res, nil
 	}
-	if err := p.dryRun(ctx, inst, phase.Steps()); err != nil {
-		return res, err
+	o = dryRun{r, v1alpha1.DirectionMigrate, phase.Steps()}.reconcile(ctx, s)
+	switch {
+	case o.Err != nil:
+		return res, o.Err
+	case o.Reason != conditions.ReasonDryRun:
+		// A value could not be detected, or the address failed its proof.
+		return res, errors.New(o.Message)
 	}
-	if p.wr.Status.Targets == nil {
-		// resolveTargets stalled: a value could not be detected.
-		return res, errors.New(p.wr.Status.Message)
-	}
-	res.Targets, res.Plan = p.wr.Status.Targets, p.wr.Status.Plan
+	res.Targets, res.Plan = s.wr.Status.Targets, s.wr.Status.Plan
 	return res, nil
 }

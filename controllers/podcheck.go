@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
@@ -42,51 +41,65 @@ const DefaultPodCheckTimeout = 3 * time.Minute
 // test; their reports, in the cache, wake the reconciler sooner.
 const podCheckPoll = 5 * time.Second
 
-// checkPodNetwork proves the pod network before the first change (trigger
+// podCheck proves the pod network before the first change (trigger
 // BaselineCheck) and after a disruptive step has settled (its name). It
 // starts a round, pairs the pods once they serve, collects their reports and
-// compares them with the baseline. done is true once the round for trigger
-// passed, or the check is disabled. A round worse than the baseline stalls
+// compares them with the baseline. It is done once the round for trigger
+// passed, or the check is disabled. A round worse than the baseline stops
 // the migration with the diagnosis (spec.podNetworkCheck.onFailure Stop), or
 // asks for the step to be reverted (Revert: see podCheckRevertDue).
-func (p *pass) checkPodNetwork(ctx context.Context, trigger v1alpha1.StepName) (done bool, res ctrl.Result, err error) {
-	st := p.podCheckStatus()
-	if p.wr.Spec.PodNetworkCheck.Disabled {
+type podCheck struct {
+	*Reconciler
+	trigger v1alpha1.StepName
+}
+
+func (r podCheck) reconcile(ctx context.Context, s *scope) Outcome {
+	o := r.check(ctx, s)
+	if !o.Done() && o.Err == nil {
+		// Its messages name the check and the step: the walk leaves them so.
+		o.Step = r.trigger
+	}
+	return o
+}
+
+func (r podCheck) check(ctx context.Context, s *scope) Outcome {
+	st := podCheckStatus(s)
+	if s.wr.Spec.PodNetworkCheck.Disabled {
 		st.Disabled = true
-		return true, ctrl.Result{}, p.stopPodCheck(ctx)
+		if err := r.cancel(ctx, s); err != nil {
+			return failed(err)
+		}
+		return done()
 	}
 	st.Disabled = false
-	if trigger != BaselineCheck && slices.Contains(st.Passed, trigger) {
-		return true, ctrl.Result{}, nil
+	if r.trigger != BaselineCheck && slices.Contains(st.Passed, r.trigger) {
+		return done()
 	}
-	round := p.podCheckRound(trigger)
-	now := p.r.Clock.Now()
+	round := podCheckRound(s, r.trigger)
 	switch {
-	case round == nil || !strings.HasSuffix(round.Round, roundSuffix(p.wr.Annotations[RerunPodCheckAnnotation])):
-		return false, ctrl.Result{RequeueAfter: podCheckPoll}, p.startPodCheck(ctx, trigger, now)
+	case round == nil || !strings.HasSuffix(round.Round, roundSuffix(s.wr.Annotations[RerunPodCheckAnnotation])):
+		return r.start(ctx, s)
 	case round.PlannedAt == nil:
-		res, err := p.pairPodCheck(ctx, round, now)
-		return false, res, err
+		return r.pair(ctx, s, round)
 	case round.CompletedAt == nil:
-		return p.collectPodCheck(ctx, round, now)
-	case round.Worse && (trigger != BaselineCheck || round.Paired == 0):
-		p.podCheckFailed(round)
-		return false, ctrl.Result{}, nil
+		return r.collect(ctx, s, round)
+	case round.Worse && (r.trigger != BaselineCheck || round.Paired == 0):
+		return podCheckFailed(s, round)
 	}
-	return true, ctrl.Result{}, nil
+	return done()
 }
 
 // podCheckStatus is the status of the check, added when missing.
-func (p *pass) podCheckStatus() *v1alpha1.PodNetworkCheckStatus {
-	if p.wr.Status.PodNetworkCheck == nil {
-		p.wr.Status.PodNetworkCheck = &v1alpha1.PodNetworkCheckStatus{}
+func podCheckStatus(s *scope) *v1alpha1.PodNetworkCheckStatus {
+	if s.wr.Status.PodNetworkCheck == nil {
+		s.wr.Status.PodNetworkCheck = &v1alpha1.PodNetworkCheckStatus{}
 	}
-	return p.wr.Status.PodNetworkCheck
+	return s.wr.Status.PodNetworkCheck
 }
 
 // podCheckRound is the round for trigger in the status, nil when none ran.
-func (p *pass) podCheckRound(trigger v1alpha1.StepName) *v1alpha1.PodCheckRound {
-	st := p.podCheckStatus()
+func podCheckRound(s *scope, trigger v1alpha1.StepName) *v1alpha1.PodCheckRound {
+	st := podCheckStatus(s)
 	if trigger == BaselineCheck {
 		return st.Baseline
 	}
@@ -96,42 +109,41 @@ func (p *pass) podCheckRound(trigger v1alpha1.StepName) *v1alpha1.PodCheckRound 
 	return nil
 }
 
-func (p *pass) podCheckTimeout() time.Duration {
-	if t := p.wr.Spec.PodNetworkCheck.Timeout; t != nil {
+func podCheckTimeout(s *scope) time.Duration {
+	if t := s.wr.Spec.PodNetworkCheck.Timeout; t != nil {
 		return t.Duration
 	}
 	return DefaultPodCheckTimeout
 }
 
-func (p *pass) podCheckConfig() preflight.RoundConfig {
-	return preflight.RoundConfig{Namespace: p.r.ProbeNamespace, Image: p.r.ProbeImage, Duration: p.podCheckTimeout()}
+func (r podCheck) config(s *scope) preflight.RoundConfig {
+	return preflight.RoundConfig{Namespace: r.opts.ProbeNamespace, Image: r.opts.ProbeImage, Duration: podCheckTimeout(s)}
 }
 
-func (p *pass) podCheckOwner() []metav1.OwnerReference {
-	return []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "WindowsReadiness", Name: p.wr.Name, UID: p.wr.UID}}
+func podCheckOwner(s *scope) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "WindowsReadiness", Name: s.wr.Name, UID: s.wr.UID}}
 }
 
-// startPodCheck starts a round on every Linux node: its pods and Service.
-func (p *pass) startPodCheck(ctx context.Context, trigger v1alpha1.StepName, now time.Time) error {
-	nodes, err := preflight.ListLinuxNodes(ctx, p.r.APIReader)
+// start starts a round on every Linux node: its pods and Service.
+func (r podCheck) start(ctx context.Context, s *scope) Outcome {
+	nodes, err := preflight.ListLinuxNodes(ctx, r.APIReader)
 	if err != nil {
-		return fmt.Errorf("pod network check: %w", err)
+		return failed(fmt.Errorf("pod network check: %w", err))
 	}
-	id := preflight.RoundID(p.wr.Generation, now) + roundSuffix(p.wr.Annotations[RerunPodCheckAnnotation])
-	if err := podcheck.Start(ctx, p.r.Client, p.podCheckConfig(), id, p.podCheckOwner()); err != nil {
-		return fmt.Errorf("pod network check: %w", err)
+	id := preflight.RoundID(s.wr.Generation, s.now) + roundSuffix(s.wr.Annotations[RerunPodCheckAnnotation])
+	if err := podcheck.Start(ctx, r.Client, r.config(s), id, podCheckOwner(s)); err != nil {
+		return failed(fmt.Errorf("pod network check: %w", err))
 	}
-	st := p.podCheckStatus()
-	started := metav1.NewTime(now)
-	round := &v1alpha1.PodCheckRound{Round: id, Trigger: string(trigger), StartedAt: &started, Nodes: int32(len(nodes))}
-	if trigger == BaselineCheck {
+	st := podCheckStatus(s)
+	started := metav1.NewTime(s.now)
+	round := &v1alpha1.PodCheckRound{Round: id, Trigger: string(r.trigger), StartedAt: &started, Nodes: int32(len(nodes))}
+	if r.trigger == BaselineCheck {
 		st.Baseline, st.Seed = round, id
 	} else {
 		st.Last = round
 	}
-	p.event(corev1.EventTypeNormal, "PodNetworkCheckStarted", string(trigger), "checking the pod network between %d Linux nodes (round %s)", len(nodes), id)
-	p.progress(conditions.ReasonProgressing, fmt.Sprintf("%s: starting the pod network check pods on %d Linux nodes", podCheckLabel(trigger), len(nodes)))
-	return nil
+	s.note(corev1.EventTypeNormal, conditions.ReasonPodNetworkCheckStarted, string(r.trigger), "checking the pod network between %d Linux nodes (round %s)", len(nodes), id)
+	return progressing(podCheckPoll, "%s: starting the pod network check pods on %d Linux nodes", podCheckLabel(r.trigger), len(nodes))
 }
 
 func podCheckLabel(trigger v1alpha1.StepName) string {
@@ -141,61 +153,64 @@ func podCheckLabel(trigger v1alpha1.StepName) string {
 	return "pod network check after step " + string(trigger)
 }
 
-// pairPodCheck waits for the pods to serve, then writes the plan pairing
-// those that do. Pods that do not serve by half the round's time are missing.
-func (p *pass) pairPodCheck(ctx context.Context, round *v1alpha1.PodCheckRound, now time.Time) (ctrl.Result, error) {
-	ns := p.r.ProbeNamespace
-	reports, err := podcheck.ReadReports(ctx, p.r.Client, ns, round.Round)
+// pair waits for the pods to serve, then writes the plan pairing those
+// that do. Pods that do not serve by half the round's time are missing.
+func (r podCheck) pair(ctx context.Context, s *scope, round *v1alpha1.PodCheckRound) Outcome {
+	ns := r.opts.ProbeNamespace
+	reports, err := podcheck.ReadReports(ctx, r.Client, ns, round.Round)
 	if err != nil {
-		return ctrl.Result{}, err
+		return failed(err)
 	}
-	deadline := round.StartedAt.Add(p.podCheckTimeout() / 2)
-	if len(reports) < int(round.Nodes) && now.Before(deadline) {
-		p.progress(conditions.ReasonProgressing, fmt.Sprintf("%s: %d of %d pods serve", podCheckLabel(v1alpha1.StepName(round.Trigger)), len(reports), round.Nodes))
-		return ctrl.Result{RequeueAfter: min(deadline.Sub(now), podCheckPoll)}, nil
+	deadline := round.StartedAt.Add(podCheckTimeout(s) / 2)
+	if len(reports) < int(round.Nodes) && s.now.Before(deadline) {
+		return progressing(min(deadline.Sub(s.now), podCheckPoll), "%s: %d of %d pods serve",
+			podCheckLabel(v1alpha1.StepName(round.Trigger)), len(reports), round.Nodes)
 	}
-	svc, err := podcheck.ServiceAddr(ctx, p.r.APIReader, ns)
+	svc, err := podcheck.ServiceAddr(ctx, r.APIReader, ns)
 	if err != nil {
-		return ctrl.Result{}, err
+		return failed(err)
 	}
 	pods := make([]preflight.ProbeNode, 0, len(reports))
-	for _, r := range reports {
-		pods = append(pods, preflight.ProbeNode{Name: r.Node, IP: r.PodIP})
+	for _, rep := range reports {
+		pods = append(pods, preflight.ProbeNode{Name: rep.Node, IP: rep.PodIP})
 	}
 	if len(pods) == 0 {
-		return ctrl.Result{}, p.noPodServed(ctx, round, now)
+		return r.noPodServed(ctx, s, round)
 	}
-	plan := podcheck.Plan(p.podCheckConfig(), round.Round, p.podCheckStatus().Seed, pods, podcheck.PlanSettings{Service: svc, DNSName: podcheck.DNSName})
-	if err := podcheck.WritePlan(ctx, p.r.Client, ns, plan, p.podCheckOwner()); err != nil {
-		return ctrl.Result{}, err
+	plan := podcheck.Plan(r.config(s), round.Round, podCheckStatus(s).Seed, pods, podcheck.PlanSettings{Service: svc, DNSName: podcheck.DNSName})
+	if err := podcheck.WritePlan(ctx, r.Client, ns, plan, podCheckOwner(s)); err != nil {
+		return failed(err)
 	}
-	if err := p.neverServed(ctx, round, pods); err != nil {
-		return ctrl.Result{}, err
+	if err := r.neverServed(ctx, round, pods); err != nil {
+		return failed(err)
 	}
-	planned := metav1.NewTime(now)
+	planned := metav1.NewTime(s.now)
 	round.PlannedAt, round.Paired = &planned, int32(len(pods))
-	return ctrl.Result{RequeueAfter: podCheckPoll}, nil
+	return progressing(podCheckPoll, "%s: %d pods paired, testing", podCheckLabel(v1alpha1.StepName(round.Trigger)), len(pods))
 }
 
 // noPodServed ends a round in which no check pod served: the check proves
 // nothing, before the first change as after a step, so it stops the
 // migration.
-func (p *pass) noPodServed(ctx context.Context, round *v1alpha1.PodCheckRound, now time.Time) error {
-	if err := p.neverServed(ctx, round, nil); err != nil {
-		return err
+func (r podCheck) noPodServed(ctx context.Context, s *scope, round *v1alpha1.PodCheckRound) Outcome {
+	if err := r.neverServed(ctx, round, nil); err != nil {
+		return failed(err)
 	}
-	completed := metav1.NewTime(now)
+	ns := r.opts.ProbeNamespace
+	completed := metav1.NewTime(s.now)
 	round.PlannedAt, round.CompletedAt, round.Worse = &completed, &completed, true
 	round.Diagnosis = boundedDiagnosis(fmt.Sprintf("no check pod served within %s on any of the %d Linux nodes: look at the pods of "+
 		"DaemonSet %s/%s (kubectl -n %s describe daemonset %s: admission, quota, image), then %s; or set spec.podNetworkCheck.disabled",
-		p.podCheckTimeout()/2, round.Nodes, p.r.ProbeNamespace, podcheck.Name, p.r.ProbeNamespace, podcheck.Name, rerunPodCheckCommand()))
-	p.podCheckFailed(round)
-	return podcheck.Cleanup(ctx, p.r.Client, p.r.ProbeNamespace)
+		podCheckTimeout(s)/2, round.Nodes, ns, podcheck.Name, ns, podcheck.Name, rerunPodCheckCommand()))
+	if err := podcheck.Cleanup(ctx, r.Client, ns); err != nil {
+		return failed(err)
+	}
+	return podCheckFailed(s, round)
 }
 
 // neverServed records the Linux nodes whose pod did not serve in time.
-func (p *pass) neverServed(ctx context.Context, round *v1alpha1.PodCheckRound, pods []preflight.ProbeNode) error {
-	nodes, err := preflight.ListLinuxNodes(ctx, p.r.APIReader)
+func (r podCheck) neverServed(ctx context.Context, round *v1alpha1.PodCheckRound, pods []preflight.ProbeNode) error {
+	nodes, err := preflight.ListLinuxNodes(ctx, r.APIReader)
 	if err != nil {
 		return fmt.Errorf("pod network check: %w", err)
 	}
@@ -212,70 +227,66 @@ func (p *pass) neverServed(ctx context.Context, round *v1alpha1.PodCheckRound, p
 	return nil
 }
 
-// collectPodCheck waits for the pods' reports, then compares them with the
+// collect waits for the pods' reports, then compares them with the
 // baseline, saves the outcome and removes the round.
-func (p *pass) collectPodCheck(ctx context.Context, round *v1alpha1.PodCheckRound, now time.Time) (bool, ctrl.Result, error) {
-	ns := p.r.ProbeNamespace
-	reports, err := podcheck.ReadReports(ctx, p.r.Client, ns, round.Round)
+func (r podCheck) collect(ctx context.Context, s *scope, round *v1alpha1.PodCheckRound) Outcome {
+	ns := r.opts.ProbeNamespace
+	reports, err := podcheck.ReadReports(ctx, r.Client, ns, round.Round)
 	if err != nil {
-		return false, ctrl.Result{}, err
+		return failed(err)
 	}
-	done := 0
-	for _, r := range reports {
-		if r.Stage == podcheck.StageDone {
-			done++
+	finished := 0
+	for _, rep := range reports {
+		if rep.Stage == podcheck.StageDone {
+			finished++
 		}
 	}
-	deadline := round.StartedAt.Add(p.podCheckTimeout())
+	deadline := round.StartedAt.Add(podCheckTimeout(s))
 	trigger := v1alpha1.StepName(round.Trigger)
-	if done < int(round.Paired) && now.Before(deadline) {
-		p.progress(conditions.ReasonProgressing, fmt.Sprintf("%s: %d of %d pods reported", podCheckLabel(trigger), done, round.Paired))
-		return false, ctrl.Result{RequeueAfter: min(deadline.Sub(now), podCheckPoll)}, nil
+	if finished < int(round.Paired) && s.now.Before(deadline) {
+		return progressing(min(deadline.Sub(s.now), podCheckPoll), "%s: %d of %d pods reported", podCheckLabel(trigger), finished, round.Paired)
 	}
-	pods, plan, err := podcheck.ReadPlan(ctx, p.r.APIReader, ns, round.Round)
+	pods, plan, err := podcheck.ReadPlan(ctx, r.APIReader, ns, round.Round)
 	if err != nil {
-		return false, ctrl.Result{}, err
+		return failed(err)
 	}
 	if pods == nil {
 		// The plan is gone (removed by hand, or replaced): check again.
-		return false, ctrl.Result{RequeueAfter: podCheckPoll}, p.startPodCheck(ctx, trigger, now)
+		return r.start(ctx, s)
 	}
-	p.judge(round, podcheck.Aggregate(pods, plan, reports))
-	completed := metav1.NewTime(now)
+	judge(s, round, podcheck.Aggregate(pods, plan, reports))
+	completed := metav1.NewTime(s.now)
 	round.CompletedAt = &completed
-	if !round.Worse && trigger != BaselineCheck {
-		st := p.podCheckStatus()
-		st.Passed = append(slices.DeleteFunc(st.Passed, func(s v1alpha1.StepName) bool { return s == trigger }), trigger)
-	}
-	if round.Worse && trigger != BaselineCheck {
-		p.podCheckFailed(round)
+	worse := round.Worse && trigger != BaselineCheck
+	if !worse && trigger != BaselineCheck {
+		st := podCheckStatus(s)
+		st.Passed = append(slices.DeleteFunc(st.Passed, func(n v1alpha1.StepName) bool { return n == trigger }), trigger)
 	}
 	// The reports go only once the status that sums them up is saved.
-	p.wr.Status.Phase = conditions.Phase(p.wr)
-	if err := p.persist(ctx); err != nil {
-		return false, ctrl.Result{}, err
+	if err := r.checkpoint(ctx, s, "the pod check reports are deleted"); err != nil {
+		return failed(err)
 	}
-	if err := podcheck.Cleanup(ctx, p.r.Client, ns); err != nil {
-		return false, ctrl.Result{}, err
+	if err := podcheck.Cleanup(ctx, r.Client, ns); err != nil {
+		return failed(err)
 	}
 	kind := corev1.EventTypeNormal
 	if round.FailingPairs > 0 || round.Worse {
 		kind = corev1.EventTypeWarning
 	}
-	p.event(kind, "PodNetworkChecked", round.Trigger, "%s", bounded(podCheckLabel(trigger)+": "+round.Diagnosis))
-	if round.Worse && trigger != BaselineCheck {
-		return false, ctrl.Result{}, nil
+	s.note(kind, conditions.ReasonPodNetworkChecked, round.Trigger, "%s", bounded(podCheckLabel(trigger)+": "+round.Diagnosis))
+	if worse {
+		return podCheckFailed(s, round)
 	}
-	return true, ctrl.Result{}, nil
+	return done()
 }
 
 // judge fills a finished round from the pods' reports, compared pair by
 // pair with the baseline.
-func (p *pass) judge(round *v1alpha1.PodCheckRound, sum podcheck.Summary) {
+func judge(s *scope, round *v1alpha1.PodCheckRound, sum podcheck.Summary) {
 	in := podcheck.Input{After: sum.Pairs, PodMTU: sum.PodMTU, Rerun: rerunPodCheckCommand()}
 	missing := append(slices.Clone(round.Missing), sum.Missing...)
 	in.DNSFailing, in.ServiceFailing, in.Missing = sum.DNSFailing, sum.ServiceFailing, missing
-	if base := p.podCheckStatus().Baseline; base != nil && round != base {
+	if base := podCheckStatus(s).Baseline; base != nil && round != base {
 		for _, f := range base.Failing {
 			in.Baseline = append(in.Baseline, pairOf(f))
 		}
@@ -329,25 +340,21 @@ func rerunPodCheckCommand() string {
 	return fmt.Sprintf("kubectl annotate wr default %s=$(date +%%s) --overwrite", RerunPodCheckAnnotation)
 }
 
-// podCheckFailed stalls the migration with the diagnosis of a round worse
-// than the baseline; in Revert mode once the walk has reverted the step.
-func (p *pass) podCheckFailed(round *v1alpha1.PodCheckRound) {
+// podCheckFailed stops the migration with the diagnosis of a round worse
+// than the baseline; in Revert mode the walk first reverts the step.
+func podCheckFailed(s *scope, round *v1alpha1.PodCheckRound) Outcome {
 	msg := fmt.Sprintf("%s: the pod network is worse than before the first change, the migration stopped: %s. "+
 		"To go back instead, set spec.direction: Rollback", podCheckLabel(v1alpha1.StepName(round.Trigger)), round.Diagnosis)
 	if v1alpha1.StepName(round.Trigger) == BaselineCheck {
 		msg = fmt.Sprintf("%s could not run, nothing was changed: %s", podCheckLabel(BaselineCheck), round.Diagnosis)
 	}
-	if step, due := p.podCheckRevertDue(); due {
-		p.progress(ReasonPodNetworkCheckFailed, fmt.Sprintf("reverting step %s: %s", step, msg))
-		return
+	if step, due := podCheckRevertDue(s); due {
+		return stop(conditions.ReasonRevertingStep, "reverting step %s: %s", step, msg).lookAgain(podCheckPoll)
 	}
-	if st := p.podCheckStatus(); st.Reverted == v1alpha1.StepName(round.Trigger) {
+	if st := podCheckStatus(s); st.Reverted == v1alpha1.StepName(round.Trigger) {
 		msg = fmt.Sprintf("step %s was reverted because %s", st.Reverted, msg)
 	}
-	if !p.alreadyStalled(ReasonPodNetworkCheckFailed) {
-		p.event(corev1.EventTypeWarning, ReasonPodNetworkCheckFailed, round.Trigger, "%s", bounded(msg))
-	}
-	p.stall(ReasonPodNetworkCheckFailed, msg)
+	return stop(ReasonPodNetworkCheckFailed, "%s", msg)
 }
 
 // podCheckRevertDue names the step to revert: the last round, after it,
@@ -355,11 +362,11 @@ func (p *pass) podCheckFailed(round *v1alpha1.PodCheckRound) {
 // and the step has not been reverted yet. The walk reverts it (its changes
 // in the rollback direction, waiting for Calico as a rollback does), then
 // calls podCheckReverted.
-func (p *pass) podCheckRevertDue() (v1alpha1.StepName, bool) {
-	st := p.podCheckStatus()
+func podCheckRevertDue(s *scope) (v1alpha1.StepName, bool) {
+	st := podCheckStatus(s)
 	last := st.Last
-	if p.wr.Spec.PodNetworkCheck.OnFailure != v1alpha1.PodCheckRevert || last == nil || last.CompletedAt == nil || !last.Worse ||
-		!strings.HasSuffix(last.Round, roundSuffix(p.wr.Annotations[RerunPodCheckAnnotation])) {
+	if s.wr.Spec.PodNetworkCheck.OnFailure != v1alpha1.PodCheckRevert || last == nil || last.CompletedAt == nil || !last.Worse ||
+		!strings.HasSuffix(last.Round, roundSuffix(s.wr.Annotations[RerunPodCheckAnnotation])) {
 		return "", false
 	}
 	step := v1alpha1.StepName(last.Trigger)
@@ -367,46 +374,47 @@ func (p *pass) podCheckRevertDue() (v1alpha1.StepName, bool) {
 }
 
 // podCheckReverted records that the walk reverted step after a worse round,
-// and stalls with the diagnosis.
-func (p *pass) podCheckReverted(step v1alpha1.StepName) {
-	st := p.podCheckStatus()
+// and stops with the diagnosis.
+func podCheckReverted(s *scope, step v1alpha1.StepName) Outcome {
+	st := podCheckStatus(s)
 	st.Reverted = step
-	if st.Last != nil {
-		p.podCheckFailed(st.Last)
+	if st.Last == nil {
+		return done()
 	}
+	return podCheckFailed(s, st.Last)
 }
 
 // podCheckBlocked says why step may not be changed: the pod network got
 // worse after it, and no new check was asked for. The walk's mayChange
 // consults it, so that a reverted step is not applied again by itself.
-func (p *pass) podCheckBlocked(step v1alpha1.StepName) (reason, why string) {
-	st := p.wr.Status.PodNetworkCheck
+func podCheckBlocked(s *scope, step v1alpha1.StepName) Outcome {
+	st := s.wr.Status.PodNetworkCheck
 	if st == nil || st.Last == nil || st.Last.Trigger != string(step) || !st.Last.Worse ||
-		!strings.HasSuffix(st.Last.Round, roundSuffix(p.wr.Annotations[RerunPodCheckAnnotation])) {
-		return "", ""
+		!strings.HasSuffix(st.Last.Round, roundSuffix(s.wr.Annotations[RerunPodCheckAnnotation])) {
+		return done()
 	}
-	return ReasonPodNetworkCheckFailed, fmt.Sprintf("the pod network got worse after this step; fix it, then %s", rerunPodCheckCommand())
+	return stop(ReasonPodNetworkCheckFailed, "the pod network got worse after this step; fix it, then %s", rerunPodCheckCommand())
 }
 
-// stopPodCheck removes a round still running, when the spec no longer wants
+// cancel removes a round still running, when the spec no longer wants
 // it (disabled, paused, rolled back).
-func (p *pass) stopPodCheck(ctx context.Context) error {
-	prev := p.before.Status.PodNetworkCheck
+func (r podCheck) cancel(ctx context.Context, s *scope) error {
+	prev := s.before.Status.PodNetworkCheck
 	running := func(r *v1alpha1.PodCheckRound) bool { return r != nil && r.CompletedAt == nil }
 	if prev == nil || (!running(prev.Baseline) && !running(prev.Last)) {
 		return nil
 	}
-	if err := podcheck.Cleanup(ctx, p.r.Client, p.r.ProbeNamespace); err != nil {
+	if err := podcheck.Cleanup(ctx, r.Client, r.opts.ProbeNamespace); err != nil {
 		return err
 	}
-	st := p.podCheckStatus()
+	st := podCheckStatus(s)
 	if running(st.Baseline) {
 		st.Baseline = nil
 	}
 	if running(st.Last) {
 		st.Last = nil
 	}
-	p.event(corev1.EventTypeNormal, "PodNetworkCheckStopped", "PodNetworkCheck", "stopped the pod network check as the spec asks")
+	s.note(corev1.EventTypeNormal, conditions.ReasonPodNetworkCheckStopped, "PodNetworkCheck", "stopped the pod network check as the spec asks")
 	return nil
 }
 

@@ -70,7 +70,7 @@ func newCheckBedOf(t testing.TB, nodes []string, spec v1alpha1.PodNetworkCheckSp
 	b := &checkBed{t: t, c: c, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		pods: calicosim.NewPodChecks(checkNamespace)}
 	b.r = &Reconciler{Client: interceptor.NewClient(c, b.writes.count(&b.operatorWrites)), APIReader: c, Clock: b.clock,
-		ProbeNamespace: checkNamespace, ProbeImage: "winready:test"}
+		opts: Options{ProbeNamespace: checkNamespace, ProbeImage: "winready:test", Clock: b.clock}.withDefaults()}
 	b.podClient = interceptor.NewClient(c, b.writes.count(&b.podWrites))
 	return b
 }
@@ -103,36 +103,39 @@ func (writeCount) count(n *int) interceptor.Funcs {
 	}
 }
 
-// reconcile runs one pass of the check for trigger and saves the status, as
-// Reconcile does.
-func (b *checkBed) reconcile(trigger v1alpha1.StepName) (*pass, bool) {
+// reconcile runs one pass of the check for trigger, concludes it and saves
+// the status, as Reconcile does.
+func (b *checkBed) reconcile(trigger v1alpha1.StepName) (*scope, bool) {
 	b.t.Helper()
 	ctx := context.Background()
 	wr := &v1alpha1.WindowsReadiness{}
 	if err := b.c.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr); err != nil {
 		b.t.Fatal(err)
 	}
-	p := &pass{r: b.r, wr: wr, before: wr.DeepCopy()}
-	done, _, err := p.checkPodNetwork(ctx, trigger)
-	if err != nil {
-		b.t.Fatalf("checkPodNetwork(%s): %v", trigger, err)
+	s := &scope{wr: wr, before: wr.DeepCopy(), now: b.clock.Now()}
+	o := podCheck{b.r, trigger}.reconcile(ctx, s)
+	if o.Err != nil {
+		b.t.Fatalf("the pod check for %s: %v", trigger, o.Err)
 	}
-	if err := p.persist(ctx); err != nil {
+	if _, err := b.r.conclude(ctx, s, o); err != nil {
 		b.t.Fatal(err)
 	}
-	return p, done
+	if err := b.r.persist(ctx, s); err != nil {
+		b.t.Fatal(err)
+	}
+	return s, o.Done()
 }
 
 // run reconciles until the check for trigger is done or stalled, the
 // simulated pods playing their part and the clock moving between passes.
-func (b *checkBed) run(trigger v1alpha1.StepName) (*pass, bool) {
+func (b *checkBed) run(trigger v1alpha1.StepName) (*scope, bool) {
 	b.t.Helper()
 	for range 20 {
 		p, done := b.reconcile(trigger)
 		if done || conditions.IsTrue(p.wr, conditions.Stalled) {
 			return p, done
 		}
-		if _, due := p.podCheckRevertDue(); due {
+		if _, due := podCheckRevertDue(p); due {
 			return p, false
 		}
 		if err := b.pods.Play(context.Background(), b.podClient, b.c); err != nil {
@@ -164,7 +167,7 @@ func (b *checkBed) leftOver() []string {
 	return left
 }
 
-func stalledMessage(p *pass) string {
+func stalledMessage(p *scope) string {
 	if c := meta.FindStatusCondition(p.wr.Status.Conditions, conditions.Stalled); c != nil && c.Status == metav1.ConditionTrue {
 		return c.Reason + ": " + c.Message
 	}
@@ -272,27 +275,30 @@ func TestPodCheckRevertMode(t *testing.T) {
 	b.run(BaselineCheck)
 	b.pods.Break(calicosim.FaultTCP)
 	p, done := b.run(v1alpha1.StepBGP)
-	step, due := p.podCheckRevertDue()
+	step, due := podCheckRevertDue(p)
 	if done || !due || step != v1alpha1.StepBGP || stalledMessage(p) != "" {
 		t.Fatalf("done %v, revert due %v for %q, stalled %q: want BGP reverted before stalling", done, due, step, stalledMessage(p))
 	}
-	if reason, _ := p.podCheckBlocked(v1alpha1.StepBGP); reason != ReasonPodNetworkCheckFailed {
-		t.Errorf("BGP may be applied again while its check failed (%q)", reason)
+	if o := podCheckBlocked(p, v1alpha1.StepBGP); o.Reason != ReasonPodNetworkCheckFailed {
+		t.Errorf("BGP may be applied again while its check failed (%q)", o.Reason)
 	}
-	p.podCheckReverted(step)
+	o := podCheckReverted(p, step)
+	if _, err := b.r.conclude(context.Background(), p, o); err != nil {
+		t.Fatal(err)
+	}
 	if msg := stalledMessage(p); !strings.Contains(msg, "step BGP was reverted because pod network check after step BGP") {
 		t.Errorf("stalled %q", msg)
 	}
-	if _, due := p.podCheckRevertDue(); due {
+	if _, due := podCheckRevertDue(p); due {
 		t.Error("the revert is due again once done")
 	}
-	if err := p.persist(context.Background()); err != nil {
+	if err := b.r.persist(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
 	b.annotate(RerunPodCheckAnnotation, "2")
 	p, _ = b.reconcile(v1alpha1.StepEncapsulation)
-	if reason, why := p.podCheckBlocked(v1alpha1.StepBGP); reason != "" {
-		t.Errorf("BGP stays blocked after a rerun was asked: %s", why)
+	if o := podCheckBlocked(p, v1alpha1.StepBGP); !o.Done() {
+		t.Errorf("BGP stays blocked after a rerun was asked: %s", o.Message)
 	}
 }
 

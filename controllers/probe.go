@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
@@ -28,50 +27,49 @@ const DefaultProbeTimeout = 30 * time.Second
 // on top of the probe timeout, before a node's report counts as missing.
 const probeStartGrace = 60 * time.Second
 
-// probeNetwork runs the UDP 4789 probe round and reports whether it passed.
-// A round is run for each spec generation and rerun request; while it runs
-// the reports wake the reconciler. A failed round stalls the migration and is
+// probeRound runs the UDP 4789 probe round and is done once it passed. A
+// round is run for each spec generation and rerun request; while it runs the
+// reports wake the reconciler. A failed round stops the migration and is
 // tried again after the preflight retry interval.
-func (p *pass) probeNetwork(ctx context.Context) (bool, ctrl.Result, error) {
-	spec := p.wr.Spec.Preflight
-	prev := p.before.Status.Preflight
+type probeRound struct{ *Reconciler }
+
+func (r probeRound) reconcile(ctx context.Context, s *scope) Outcome {
+	spec := s.wr.Spec.Preflight
+	prev := s.before.Status.Preflight
 	var st *v1alpha1.ProbeStatus
 	if prev != nil && prev.Probe != nil {
 		st = prev.Probe.DeepCopy()
 	}
-	trigger := p.wr.Annotations[RerunPreflightAnnotation]
+	trigger := s.wr.Annotations[RerunPreflightAnnotation]
 
 	if spec.SkipNetworkProbe {
-		if err := p.stopProbe(ctx); err != nil {
-			return false, ctrl.Result{}, err
+		if err := r.cancel(ctx, s); err != nil {
+			return failed(err)
 		}
 		if st == nil || !st.Skipped {
-			p.event(corev1.EventTypeWarning, "NetworkProbeSkipped", "Preflight",
+			s.note(corev1.EventTypeWarning, conditions.ReasonNetworkProbeSkipped, "Preflight",
 				"the UDP 4789 probe is skipped as spec.preflight.skipNetworkProbe asks: VXLAN between nodes is not verified")
 		}
-		p.wr.Status.Preflight.Probe = &v1alpha1.ProbeStatus{Skipped: true, Generation: p.wr.Generation}
-		return true, ctrl.Result{}, nil
+		s.wr.Status.Preflight.Probe = &v1alpha1.ProbeStatus{Skipped: true, Generation: s.wr.Generation}
+		return done()
 	}
 
-	now := p.r.Clock.Now()
-	fresh := st != nil && !st.Skipped && st.Generation == p.wr.Generation && st.Round != "" &&
+	fresh := st != nil && !st.Skipped && st.Generation == s.wr.Generation && st.Round != "" &&
 		strings.HasSuffix(st.Round, roundSuffix(trigger))
-	if fresh && st.CompletedAt != nil && failed(st) && now.Sub(st.CompletedAt.Time) >= p.r.preflightRetry() {
+	if fresh && st.CompletedAt != nil && probeFailing(st) && s.now.Sub(st.CompletedAt.Time) >= r.opts.PreflightRetry {
 		fresh = false
 	}
 	if !fresh {
-		result, err := p.startProbe(ctx, now, trigger)
-		return false, result, err
+		return r.start(ctx, s, trigger)
 	}
-	p.wr.Status.Preflight.Probe = st
+	s.wr.Status.Preflight.Probe = st
 	if st.CompletedAt == nil {
-		return p.collectProbe(ctx, st, now)
+		return r.collect(ctx, s, st)
 	}
-	if failed(st) {
-		p.probeFailed(st)
-		return false, ctrl.Result{RequeueAfter: p.r.preflightRetry() - now.Sub(st.CompletedAt.Time)}, nil
+	if probeFailing(st) {
+		return r.failedRound(s, st).lookAgain(r.opts.PreflightRetry - s.now.Sub(st.CompletedAt.Time))
 	}
-	return true, ctrl.Result{}, nil
+	return done()
 }
 
 func roundSuffix(trigger string) string {
@@ -83,18 +81,18 @@ func roundSuffix(trigger string) string {
 	return fmt.Sprintf("-r%x", h.Sum32())
 }
 
-func failed(st *v1alpha1.ProbeStatus) bool { return st.FailingPairs > 0 || st.MissingReports > 0 }
+func probeFailing(st *v1alpha1.ProbeStatus) bool { return st.FailingPairs > 0 || st.MissingReports > 0 }
 
-func (p *pass) probeTimeout() time.Duration {
-	if t := p.wr.Spec.Preflight.ProbeTimeout; t != nil {
+func probeTimeout(s *scope) time.Duration {
+	if t := s.wr.Spec.Preflight.ProbeTimeout; t != nil {
 		return t.Duration
 	}
 	return DefaultProbeTimeout
 }
 
-func (p *pass) extraTargets() []netip.Addr {
+func extraTargets(s *scope) []netip.Addr {
 	var extra []netip.Addr
-	for _, e := range p.wr.Spec.Preflight.ExtraTargets {
+	for _, e := range s.wr.Spec.Preflight.ExtraTargets {
 		if a, err := netip.ParseAddr(string(e)); err == nil {
 			extra = append(extra, a)
 		}
@@ -102,113 +100,105 @@ func (p *pass) extraTargets() []netip.Addr {
 	return extra
 }
 
-func (p *pass) roundConfig() preflight.RoundConfig {
-	return preflight.RoundConfig{Namespace: p.r.ProbeNamespace, Image: p.r.ProbeImage, Duration: p.probeTimeout(), Extra: p.extraTargets()}
+func (r probeRound) config(s *scope) preflight.RoundConfig {
+	return preflight.RoundConfig{Namespace: r.opts.ProbeNamespace, Image: r.opts.ProbeImage, Duration: probeTimeout(s), Extra: extraTargets(s)}
 }
 
-// maxProbeStartAttempts bounds the tries to start a round (each after the
-// capped backoff) before a person is asked: a policy engine refusing
-// hostNetwork pods, a quota or a missing image does not go away by itself.
-const maxProbeStartAttempts = 5
-
-// startProbe starts a new round on every Linux node.
-func (p *pass) startProbe(ctx context.Context, now time.Time, trigger string) (ctrl.Result, error) {
-	nodes, err := preflight.ListLinuxNodes(ctx, p.r.APIReader)
+// start starts a new round on every Linux node. The tries to start one are
+// bounded (each after the workqueue's backoff) before a person is asked: a
+// policy engine refusing hostNetwork pods, a quota or a missing image does not
+// go away by itself.
+func (r probeRound) start(ctx context.Context, s *scope, trigger string) Outcome {
+	nodes, err := preflight.ListLinuxNodes(ctx, r.APIReader)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("preflight: listing nodes: %w", err)
+		return failed(fmt.Errorf("preflight: listing nodes: %w", err))
 	}
-	round := preflight.RoundID(p.wr.Generation, now) + roundSuffix(trigger)
-	owner := []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "WindowsReadiness", Name: p.wr.Name, UID: p.wr.UID}}
-	if err := preflight.StartRound(ctx, p.r.Client, p.roundConfig(), round, nodes, owner); err != nil {
-		if attempts := p.r.retries.attempts() + 1; attempts >= maxProbeStartAttempts {
+	round := preflight.RoundID(s.wr.Generation, s.now) + roundSuffix(trigger)
+	owner := []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "WindowsReadiness", Name: s.wr.Name, UID: s.wr.UID}}
+	if err := preflight.StartRound(ctx, r.Client, r.config(s), round, nodes, owner); err != nil {
+		if attempts := s.failures + 1; attempts >= permanentAfter {
 			msg := fmt.Sprintf("preflight failed, nothing was changed: the UDP 4789 probe could not be started in %d attempts: %v. "+
 				"Fix what the API server says (an admission policy refusing hostNetwork pods, a quota, the probe image), then "+
 				"annotate %s, or set spec.preflight.skipNetworkProbe if the path was verified another way", attempts, err, RerunPreflightAnnotation)
-			p.set(conditions.PreflightPassed, metav1.ConditionFalse, conditions.ReasonNetworkProbeFailed, msg)
-			if !p.alreadyStalled(conditions.ReasonNetworkProbeFailed) {
-				p.event(corev1.EventTypeWarning, conditions.ReasonNetworkProbeFailed, "Preflight", "%s", msg)
-			}
-			p.stall(conditions.ReasonNetworkProbeFailed, msg)
-			return ctrl.Result{}, nil
+			s.set(conditions.PreflightPassed, metav1.ConditionFalse, conditions.ReasonNetworkProbeFailed, msg)
+			return stop(conditions.ReasonNetworkProbeFailed, "%s", msg)
 		}
-		return ctrl.Result{}, fmt.Errorf("preflight: starting the UDP 4789 probe: %w", err)
+		return failed(fmt.Errorf("preflight: starting the UDP 4789 probe: %w", err))
 	}
-	started := metav1.NewTime(now)
-	p.wr.Status.Preflight.Probe = &v1alpha1.ProbeStatus{Round: round, Generation: p.wr.Generation, StartedAt: &started, Nodes: int32(len(nodes))}
-	p.event(corev1.EventTypeNormal, "NetworkProbeStarted", "Preflight", "probing UDP 4789 between %d Linux nodes (round %s)", len(nodes), round)
-	p.progress(conditions.ReasonProgressing, fmt.Sprintf("preflight: probing UDP 4789 between %d Linux nodes", len(nodes)))
-	return ctrl.Result{RequeueAfter: p.probeTimeout() + probeStartGrace}, nil
+	started := metav1.NewTime(s.now)
+	s.wr.Status.Preflight.Probe = &v1alpha1.ProbeStatus{Round: round, Generation: s.wr.Generation, StartedAt: &started, Nodes: int32(len(nodes))}
+	s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbeStarted, "Preflight", "probing UDP 4789 between %d Linux nodes (round %s)", len(nodes), round)
+	return progressing(probeTimeout(s)+probeStartGrace, "preflight: probing UDP 4789 between %d Linux nodes", len(nodes))
 }
 
-// stopProbe removes the agents, the plan and the reports of a round that is
-// still running, when the spec no longer wants it (skipped, paused, rolled
-// back).
-func (p *pass) stopProbe(ctx context.Context) error {
-	prev := p.before.Status.Preflight
+// cancel removes the agents, the plan and the reports of a round that is still
+// running, when the spec no longer wants it (skipped, paused, rolled back).
+func (r probeRound) cancel(ctx context.Context, s *scope) error {
+	prev := s.before.Status.Preflight
 	if prev == nil || prev.Probe == nil || prev.Probe.Skipped || prev.Probe.Round == "" || prev.Probe.CompletedAt != nil {
 		return nil
 	}
-	if err := preflight.Cleanup(ctx, p.r.Client, p.r.ProbeNamespace); err != nil {
+	if err := preflight.Cleanup(ctx, r.Client, r.opts.ProbeNamespace); err != nil {
 		return err
 	}
-	if pf := p.wr.Status.Preflight; pf != nil {
+	if pf := s.wr.Status.Preflight; pf != nil {
 		pf.Probe = nil
 	}
-	p.event(corev1.EventTypeNormal, "NetworkProbeStopped", "Preflight", "stopped the UDP 4789 probe round %s as the spec asks", prev.Probe.Round)
+	s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbeStopped, "Preflight", "stopped the UDP 4789 probe round %s as the spec asks", prev.Probe.Round)
 	return nil
 }
 
-// collectProbe waits for the reports of a round and aggregates them once
-// every node has reported or the round's time is up.
-func (p *pass) collectProbe(ctx context.Context, st *v1alpha1.ProbeStatus, now time.Time) (bool, ctrl.Result, error) {
-	reports, failures, err := preflight.ReadReports(ctx, p.r.Client, p.r.ProbeNamespace, st.Round)
+// collect waits for the reports of a round and aggregates them once every
+// node has reported or the round's time is up.
+func (r probeRound) collect(ctx context.Context, s *scope, st *v1alpha1.ProbeStatus) Outcome {
+	ns := r.opts.ProbeNamespace
+	reports, failures, err := preflight.ReadReports(ctx, r.Client, ns, st.Round)
 	if err != nil {
-		return false, ctrl.Result{}, err
+		return failed(err)
 	}
-	deadline := st.StartedAt.Add(p.probeTimeout() + probeStartGrace)
-	if got := len(reports) + len(failures); got < int(st.Nodes) && now.Before(deadline) {
-		p.progress(conditions.ReasonProgressing, fmt.Sprintf("preflight: probing UDP 4789, %d of %d nodes reported", got, st.Nodes))
-		return false, ctrl.Result{RequeueAfter: deadline.Sub(now)}, nil
+	deadline := st.StartedAt.Add(probeTimeout(s) + probeStartGrace)
+	if got := len(reports) + len(failures); got < int(st.Nodes) && s.now.Before(deadline) {
+		return progressing(deadline.Sub(s.now), "preflight: probing UDP 4789, %d of %d nodes reported", got, st.Nodes)
 	}
 	// Count against the plan the agents were given, not the nodes of now.
-	nodes, plan, err := preflight.ReadPlan(ctx, p.r.APIReader, p.r.ProbeNamespace, st.Round)
+	nodes, plan, err := preflight.ReadPlan(ctx, r.APIReader, ns, st.Round)
 	if err != nil {
-		return false, ctrl.Result{}, err
+		return failed(err)
 	}
 	if nodes == nil {
 		// The plan is gone (removed by hand, or a round replaced it): probe again.
-		result, err := p.startProbe(ctx, now, p.wr.Annotations[RerunPreflightAnnotation])
-		return false, result, err
+		return r.start(ctx, s, s.wr.Annotations[RerunPreflightAnnotation])
 	}
-	result := preflight.Aggregate(nodes, plan, p.extraTargets(), reports)
+	result := preflight.Aggregate(nodes, plan, extraTargets(s), reports)
 	result.Round, result.Generation, result.StartedAt = st.Round, st.Generation, st.StartedAt
-	completed := metav1.NewTime(now)
+	completed := metav1.NewTime(s.now)
 	result.CompletedAt = &completed
-	p.wr.Status.Preflight.Probe = &result
-	if failed(&result) {
-		p.probeFailed(&result)
+	s.wr.Status.Preflight.Probe = &result
+	var o Outcome
+	if probeFailing(&result) {
+		o = r.failedRound(s, &result)
 	}
 	// The reports are deleted only once the status that sums them up is
 	// saved: a status write that fails leaves them for the next pass.
-	p.wr.Status.Phase = conditions.Phase(p.wr)
-	if err := p.persist(ctx); err != nil {
-		return false, ctrl.Result{}, err
+	if err := r.checkpoint(ctx, s, "the probe reports are deleted"); err != nil {
+		return failed(err)
 	}
-	if err := preflight.Cleanup(ctx, p.r.Client, p.r.ProbeNamespace); err != nil {
-		return false, ctrl.Result{}, err
+	if err := preflight.Cleanup(ctx, r.Client, ns); err != nil {
+		return failed(err)
 	}
-	if failed(&result) {
-		p.event(corev1.EventTypeWarning, "NetworkProbeFailed", "Preflight", "%s", probeMessage(&result, failures))
-		return false, ctrl.Result{RequeueAfter: p.r.preflightRetry()}, nil
+	if probeFailing(&result) {
+		o.Message = "preflight failed, nothing was changed: " + probeMessage(&result, failures)
+		return o.lookAgain(r.opts.PreflightRetry)
 	}
-	p.event(corev1.EventTypeNormal, "NetworkProbePassed", "Preflight", "UDP 4789 passed on all %d probed pairs", result.PassedPairs)
-	return true, ctrl.Result{}, nil
+	s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbePassed, "Preflight", "UDP 4789 passed on all %d probed pairs", result.PassedPairs)
+	return done()
 }
 
-func (p *pass) probeFailed(st *v1alpha1.ProbeStatus) {
+// failedRound stops the migration on a round that did not pass.
+func (r probeRound) failedRound(s *scope, st *v1alpha1.ProbeStatus) Outcome {
 	msg := "preflight failed, nothing was changed: " + probeMessage(st, nil)
-	p.set(conditions.PreflightPassed, metav1.ConditionFalse, conditions.ReasonNetworkProbeFailed, msg)
-	p.stall(conditions.ReasonNetworkProbeFailed, msg)
+	s.set(conditions.PreflightPassed, metav1.ConditionFalse, conditions.ReasonNetworkProbeFailed, msg)
+	return stop(conditions.ReasonNetworkProbeFailed, "%s", msg)
 }
 
 // probeMessage names the failing pairs and the silent nodes, and the fix.

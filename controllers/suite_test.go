@@ -168,18 +168,16 @@ func startOperatorWith(o operatorOptions) *operator {
 		Controller:             ctrlConfig(),
 	})
 	Expect(err).NotTo(HaveOccurred())
-	r, err := controllers.NewReconciler(mgr, operatorNamespace, managerImage)
+	r, err := controllers.Setup(mgr, controllers.Options{Namespace: operatorNamespace, ProbeNamespace: probeNamespace,
+		ProbeImage: managerImage, Clock: clock, RecheckAfterWrite: 20 * time.Millisecond,
+		RetryBase: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond})
 	Expect(err).NotTo(HaveOccurred())
-	r.Clock = clock
-	r.GuardRetry = 20 * time.Millisecond
 	var c client.Client = mgr.GetClient()
 	if o.flaky != nil {
 		c = &flakyClient{Client: c, f: o.flaky}
 		r.APIReader = &flakyReader{Reader: r.APIReader, f: o.flaky}
 	}
-	r.RetryBase, r.RetryMax = 10*time.Millisecond, 200*time.Millisecond
 	r.Client = client.WithFieldOwner(&metrics.CountingClient{Client: c, Writes: writes}, controllers.FieldOwner)
-	Expect(r.SetupWithManager(mgr)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{clock: clock, writes: writes, cancel: cancel, done: make(chan struct{})}
 	go func() {

@@ -7,8 +7,7 @@ import (
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	ctrl "sigs.k8s.io/controller-runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -20,44 +19,57 @@ import (
 	"github.com/winready/winready/internal/windows"
 )
 
-// watchWindowsNodes follows, once the cluster is Ready, each Windows node as
-// it joins: its calico-node-windows pod, an IPAM block affine to it, the node
-// Ready. It only reads; the status says per node what is done and what is
-// waited for, WindowsNodesHealthy sums it up, and an Event names a node that
-// has not joined within spec.windowsNodes.joinTimeout. It wakes up again at
-// the next deadline; pod and node events wake it before.
-func (p *pass) watchWindowsNodes(ctx context.Context) (ctrl.Result, error) {
+// joinWatch ends a migration whose every step is done: the cluster is Ready
+// for Windows nodes. It then follows each Windows node as it joins: its
+// calico-node-windows pod, an IPAM block affine to it, the node Ready. It only
+// reads; the status says per node what is done and what is waited for,
+// WindowsNodesHealthy sums it up, and an Event names a node that has not
+// joined within spec.windowsNodes.joinTimeout. It looks again at the next
+// deadline; pod and node events wake it before.
+type joinWatch struct{ *Reconciler }
+
+func (r joinWatch) reconcile(ctx context.Context, s *scope) Outcome {
+	next, err := r.follow(ctx, s)
+	if err != nil {
+		return failed(err)
+	}
+	return stop(conditions.ReasonMigrated, "the cluster is ready for Windows nodes").lookAgain(next)
+}
+
+// follow updates status.windowsNodeJoins and says when a node's deadline
+// falls due, 0 for none.
+func (r joinWatch) follow(ctx context.Context, s *scope) (time.Duration, error) {
 	nodes := &corev1.NodeList{}
 	// Past the cache, which holds Nodes as metadata only: their Ready
 	// condition is needed, for the Windows nodes alone.
-	if err := p.r.APIReader.List(ctx, nodes, client.MatchingLabels{calico.OSLabel: calico.OSWindows}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing windows nodes: %w", err)
+	if err := r.APIReader.List(ctx, nodes, client.MatchingLabels{calico.OSLabel: calico.OSWindows}); err != nil {
+		return 0, fmt.Errorf("listing windows nodes: %w", err)
 	}
 	pods := &corev1.PodList{}
-	err := p.r.Client.List(ctx, pods, client.InNamespace(calico.SystemNamespace),
+	err := r.Client.List(ctx, pods, client.InNamespace(calico.SystemNamespace),
 		client.MatchingLabels{windows.PodLabel: windows.PodLabelValue})
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing calico-node-windows pods: %w", err)
+		return 0, fmt.Errorf("listing calico-node-windows pods: %w", err)
 	}
-	prev := make(map[string]*v1alpha1.WindowsNodeJoin, len(p.wr.Status.WindowsNodeJoins))
-	for i := range p.wr.Status.WindowsNodeJoins {
-		prev[p.wr.Status.WindowsNodeJoins[i].Name] = &p.wr.Status.WindowsNodeJoins[i]
+	prev := make(map[string]*v1alpha1.WindowsNodeJoin, len(s.wr.Status.WindowsNodeJoins))
+	for i := range s.wr.Status.WindowsNodeJoins {
+		prev[s.wr.Status.WindowsNodeJoins[i].Name] = &s.wr.Status.WindowsNodeJoins[i]
 	}
-	blocks, readable, err := p.affineBlocks(ctx, nodes.Items, prev)
+	blocks, readable, err := r.affineBlocks(ctx, nodes.Items, prev)
 	if err != nil {
-		return ctrl.Result{}, err
+		return 0, err
 	}
 	byNode := windows.PodsByNode(pods.Items)
-	now, readySince, timeout := p.r.Clock.Now(), p.readySince(), p.joinTimeout()
+	readySince, timeout := readySince(s), joinTimeout(s)
 	joins := make([]v1alpha1.WindowsNodeJoin, 0, len(nodes.Items))
 	var next time.Time
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		cur := windows.Evaluate(windows.Node{Node: n, Pod: byNode[n.Name], Block: blocks[n.Name], BlocksUnreadable: !readable})
 		cur.WaitingFor = bounded(cur.WaitingFor)
-		j, deadline := windows.Advance(prev[n.Name], cur, windows.WatchStart(n, readySince), now, timeout)
+		j, deadline := windows.Advance(prev[n.Name], cur, windows.WatchStart(n, readySince), s.now, timeout)
 		if j.State == v1alpha1.JoinOverdue && (prev[n.Name] == nil || prev[n.Name].State != v1alpha1.JoinOverdue) {
-			p.nodeNotJoined(n, j, timeout)
+			nodeNotJoined(s, n, j, timeout)
 		}
 		if !deadline.IsZero() && (next.IsZero() || deadline.Before(next)) {
 			next = deadline
@@ -65,12 +77,12 @@ func (p *pass) watchWindowsNodes(ctx context.Context) (ctrl.Result, error) {
 		joins = append(joins, j)
 	}
 	status, reason, msg := windows.Summarize(joins, timeout)
-	p.set(windows.ConditionHealthy, status, reason, msg)
-	p.wr.Status.WindowsNodeJoins = windows.Bound(joins)
+	s.set(windows.ConditionHealthy, status, reason, msg)
+	s.wr.Status.WindowsNodeJoins = windows.Bound(joins)
 	if next.IsZero() {
-		return ctrl.Result{}, nil
+		return 0, nil
 	}
-	return ctrl.Result{RequeueAfter: next.Sub(now)}, nil
+	return next.Sub(s.now), nil
 }
 
 // affineBlocks finds an IPAM block affine to each Windows node that had none
@@ -78,7 +90,7 @@ func (p *pass) watchWindowsNodes(ctx context.Context) (ctrl.Result, error) {
 // deleted (Calico's kube-controllers then release it), so a node that had one
 // keeps it, and every block of the cluster is listed only while some Windows
 // node still waits for one. The boolean is false when no API serves blocks.
-func (p *pass) affineBlocks(ctx context.Context, nodes []corev1.Node, prev map[string]*v1alpha1.WindowsNodeJoin) (map[string]string, bool, error) {
+func (r joinWatch) affineBlocks(ctx context.Context, nodes []corev1.Node, prev map[string]*v1alpha1.WindowsNodeJoin) (map[string]string, bool, error) {
 	blocks := make(map[string]string, len(nodes))
 	wanted := map[string]bool{}
 	for _, n := range nodes {
@@ -91,11 +103,11 @@ func (p *pass) affineBlocks(ctx context.Context, nodes []corev1.Node, prev map[s
 	if len(wanted) == 0 {
 		return blocks, true, nil
 	}
-	api, err := preflight.DiscoverCalicoAPI(p.r.Discovery)
+	api, err := preflight.DiscoverCalicoAPI(r.Discovery)
 	if err != nil {
 		return nil, false, err
 	}
-	readable, err := preflight.EachIPAMBlockPage(ctx, p.r.APIReader, api, func(page []calicov3.IPAMBlock) error {
+	readable, err := preflight.EachIPAMBlockPage(ctx, r.APIReader, api, func(page []calicov3.IPAMBlock) error {
 		for _, b := range page {
 			host := windows.AffineHost(b.Spec.Affinity)
 			if wanted[host] && b.DeletionTimestamp == nil && (blocks[host] == "" || b.Spec.CIDR < blocks[host]) {
@@ -108,24 +120,21 @@ func (p *pass) affineBlocks(ctx context.Context, nodes []corev1.Node, prev map[s
 }
 
 // nodeNotJoined records a node that has not joined in time, naming it.
-func (p *pass) nodeNotJoined(n *corev1.Node, j v1alpha1.WindowsNodeJoin, timeout time.Duration) {
-	if p.r.Recorder == nil {
-		return
-	}
-	p.r.Recorder.Eventf(p.wr, n, corev1.EventTypeWarning, windows.ReasonNotJoined, "WatchWindowsNodes", "%s",
-		eventNote("Windows node %s has not joined within %s: waiting for %s", n.Name, timeout, j.WaitingFor))
+func nodeNotJoined(s *scope, n *corev1.Node, j v1alpha1.WindowsNodeJoin, timeout time.Duration) {
+	s.events = append(s.events, passEvent{eventType: corev1.EventTypeWarning, reason: windows.ReasonNotJoined, action: "WatchWindowsNodes",
+		note: eventNote("Windows node %s has not joined within %s: waiting for %s", n.Name, timeout, j.WaitingFor), related: n})
 }
 
 // readySince is when the cluster last became Ready.
-func (p *pass) readySince() time.Time {
-	if c := meta.FindStatusCondition(p.wr.Status.Conditions, conditions.Ready); c != nil {
+func readySince(s *scope) time.Time {
+	if c := conditionOf(s, conditions.Ready); c != nil && c.Status == metav1.ConditionTrue {
 		return c.LastTransitionTime.Time
 	}
-	return p.r.Clock.Now()
+	return s.now
 }
 
-func (p *pass) joinTimeout() time.Duration {
-	if wn := p.wr.Spec.WindowsNodes; wn != nil && wn.JoinTimeout != nil && wn.JoinTimeout.Duration > 0 {
+func joinTimeout(s *scope) time.Duration {
+	if wn := s.wr.Spec.WindowsNodes; wn != nil && wn.JoinTimeout != nil && wn.JoinTimeout.Duration > 0 {
 		return wn.JoinTimeout.Duration
 	}
 	return windows.DefaultJoinTimeout

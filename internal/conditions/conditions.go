@@ -80,6 +80,39 @@ const (
 	// ReasonMaxUnavailableTooHigh: spec.rollout.maxUnavailable would take the
 	// pod network from too many nodes at once.
 	ReasonMaxUnavailableTooHigh = "MaxUnavailableTooHigh"
+	// ReasonRefused: the API server refused a write for good (Forbidden,
+	// Invalid): trying again changes nothing until a person fixes what it
+	// names (RBAC, an admission policy, the object).
+	ReasonRefused = "RefusedByAPIServer"
+	// ReasonRevertingStep: the pod network got worse after a step and
+	// spec.podNetworkCheck.onFailure is Revert: the step is being taken back.
+	ReasonRevertingStep = "RevertingStep"
+)
+
+// WindowsNodesHealthy sums up, once the cluster is Ready, how the Windows
+// nodes join; its reasons follow.
+const (
+	WindowsNodesHealthy        = "WindowsNodesHealthy"
+	ReasonWindowsNodesJoined   = "WindowsNodesJoined"
+	ReasonWindowsNodesJoining  = "WindowsNodesJoining"
+	ReasonWindowsNodeNotJoined = "WindowsNodeNotJoined"
+)
+
+// Reasons of the Events that tell what happened; no step stops on them.
+const (
+	ReasonStepStarted            = "StepStarted"
+	ReasonStepFinished           = "StepFinished"
+	ReasonValueReverted          = "ValueReverted"
+	ReasonOriginalsWritten       = "OriginalsRecorded"
+	ReasonNetworkProbeStarted    = "NetworkProbeStarted"
+	ReasonNetworkProbeStopped    = "NetworkProbeStopped"
+	ReasonNetworkProbePassed     = "NetworkProbePassed"
+	ReasonNetworkProbeSkipped    = "NetworkProbeSkipped"
+	ReasonPodNetworkCheckStarted = "PodNetworkCheckStarted"
+	ReasonPodNetworkCheckStopped = "PodNetworkCheckStopped"
+	ReasonPodNetworkChecked      = "PodNetworkChecked"
+	ReasonCalicoNodeReleased     = "CalicoNodeReleased"
+	ReasonRolloutSpeedRestored   = "RolloutSpeedRestored"
 )
 
 // Effect is what a reason means for the migration when a step stops on it.
@@ -96,19 +129,30 @@ const (
 	// Stalls: a person is needed; nothing more happens until the spec or a
 	// watched object changes.
 	Stalls
+	// Completes: the spec's direction is reached; Ready is True.
+	Completes
+	// Rests: nothing is changed and nothing is wrong until the spec changes
+	// (a dry run's plan).
+	Rests
 )
 
 // catalogue says for every reason what it means. A reason missing here is a
 // stall, and the package's tests fail on it.
 var catalogue = map[string]Effect{
 	ReasonProgressing: Waits, ReasonWaiting: Waits, ReasonRetrying: Waits, ReasonCalicoDegraded: Waits,
-	ReasonRollingBack: Waits, ReasonCalicoAPIServerUnavailable: Waits,
-	ReasonPaused: Holds, ReasonAwaitingApproval: Holds, ReasonDryRun: Holds,
+	ReasonRollingBack: Waits, ReasonCalicoAPIServerUnavailable: Waits, ReasonRevertingStep: Waits,
+	ReasonPaused: Holds, ReasonAwaitingApproval: Holds, ReasonDryRun: Rests,
 	ReasonConflictingManager: Stalls, ReasonPreflightFailed: Stalls, ReasonNetworkProbeFailed: Stalls,
 	ReasonInstallationNotFound: Stalls, ReasonCalicoAPIUnavailable: Stalls, ReasonStepTimeout: Stalls,
 	ReasonDetectionFailed: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonPodNetworkCheckFailed: Stalls,
 	ReasonMaxUnavailableTooHigh: Stalls, ReasonOriginalsIncomplete: Stalls, ReasonAPIServerUnproven: Stalls,
-	ReasonMigrated: Informs, ReasonRolledBack: Informs, ReasonNothingToRollBack: Informs,
+	ReasonRefused:  Stalls,
+	ReasonMigrated: Completes, ReasonRolledBack: Completes, ReasonNothingToRollBack: Completes,
+	ReasonWindowsNodesJoined: Informs, ReasonWindowsNodesJoining: Informs, ReasonWindowsNodeNotJoined: Informs,
+	ReasonStepStarted: Informs, ReasonStepFinished: Informs, ReasonValueReverted: Informs, ReasonOriginalsWritten: Informs,
+	ReasonNetworkProbeStarted: Informs, ReasonNetworkProbeStopped: Informs, ReasonNetworkProbePassed: Informs,
+	ReasonNetworkProbeSkipped: Informs, ReasonPodNetworkCheckStarted: Informs, ReasonPodNetworkCheckStopped: Informs,
+	ReasonPodNetworkChecked: Informs, ReasonCalicoNodeReleased: Informs, ReasonRolloutSpeedRestored: Informs,
 	ReasonPreflightPassed: Informs, ReasonPreflightWarnings: Informs, ReasonCalicoHealthy: Informs,
 	ReasonNoWindowsNodes: Informs, ReasonAddress: Informs, ReasonHostname: Informs,
 	ReasonOriginalsMismatch: Informs, ReasonRecorded: Informs, ReasonRestoredRecord: Informs,

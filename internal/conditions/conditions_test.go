@@ -52,7 +52,7 @@ func TestCatalogueIsComplete(t *testing.T) {
 func TestEffects(t *testing.T) {
 	for reason, want := range map[string]Effect{
 		ReasonPaused: Holds, ReasonAwaitingApproval: Holds, ReasonCalicoDegraded: Waits,
-		ReasonStepTimeout: Stalls, ReasonConflictingManager: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonMigrated: Informs,
+		ReasonStepTimeout: Stalls, ReasonConflictingManager: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonMigrated: Completes, ReasonDryRun: Rests, ReasonRefused: Stalls,
 	} {
 		if got := EffectOf(reason); got != want {
 			t.Errorf("%s: %v, want %v", reason, got, want)

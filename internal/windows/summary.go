@@ -9,22 +9,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/conditions"
 )
 
+// The condition that sums up the Windows nodes' joins and its reasons live
+// in the conditions catalogue; ReasonNotJoined is also the Event's.
 const (
-	// ConditionHealthy is the condition that sums up the Windows nodes' joins.
-	ConditionHealthy = "WindowsNodesHealthy"
-
-	// Reasons of ConditionHealthy; ReasonNotJoined is also the Event's.
-	ReasonNoWindowsNodes = "NoWindowsNodes"
-	ReasonJoined         = "WindowsNodesJoined"
-	ReasonJoining        = "WindowsNodesJoining"
-	ReasonNotJoined      = "WindowsNodeNotJoined"
-
-	// maxNamed bounds the nodes a condition message names with what they
-	// wait for.
-	maxNamed = 3
+	ConditionHealthy     = conditions.WindowsNodesHealthy
+	ReasonNoWindowsNodes = conditions.ReasonNoWindowsNodes
+	ReasonJoined         = conditions.ReasonWindowsNodesJoined
+	ReasonJoining        = conditions.ReasonWindowsNodesJoining
+	ReasonNotJoined      = conditions.ReasonWindowsNodeNotJoined
 )
+
+// maxNamed bounds the nodes a condition message names with what they wait
+// for.
+const maxNamed = 3
 
 // Summarize turns every node's entry (all of them, before Bound) into the
 // WindowsNodesHealthy condition: True when every node has joined (or there

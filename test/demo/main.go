@@ -129,11 +129,9 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	if err != nil {
 		return err
 	}
-	r, err := controllers.NewReconciler(mgr, operatorNamespace, "winready:test")
+	r, err := controllers.Setup(mgr, controllers.Options{Namespace: operatorNamespace, ProbeNamespace: preflight.DefaultProbeNamespace,
+		ProbeImage: "winready:test"})
 	if err != nil {
-		return err
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	errs := make(chan error, 2)

@@ -197,11 +197,8 @@ func (c *Cluster) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := controllers.NewReconciler(mgr, Namespace, "winready:kit")
-	if err != nil {
-		return err
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	if _, err := controllers.Setup(mgr, controllers.Options{Namespace: Namespace, ProbeNamespace: preflight.DefaultProbeNamespace,
+		ProbeImage: "winready:kit"}); err != nil {
 		return err
 	}
 	c.start(mctx, mgr)

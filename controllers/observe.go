@@ -1,0 +1,76 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
+)
+
+// observe reads, once per pass, what every later sub-reconciler decides
+// from: the Windows nodes and the Tigera operator's health.
+type observe struct{ *Reconciler }
+
+func (r observe) reconcile(ctx context.Context, s *scope) Outcome {
+	// Past the cache: a node that registered a moment ago counts, for the
+	// rollback guard as for the status.
+	names, err := windowsNodes(ctx, r.APIReader)
+	if err != nil {
+		return failed(err)
+	}
+	s.windowsNodes = names
+	s.wr.Status.WindowsNodes = names[:min(len(names), maxListedNodes)]
+	if err := r.observeCalicoHealth(ctx, s); err != nil {
+		return failed(err)
+	}
+	return done()
+}
+
+// observeCalicoHealth reads TigeraStatus calico and ippools, and
+// calico-windows once the Installation asks for HNS, and the overlay: it keeps
+// CalicoHealthy current, waits included, and remembers the first Degraded
+// one for calicoBlocked, which refines the message when it decides on a
+// change. Every Degraded one is kept for the message of a wait.
+func (r observe) observeCalicoHealth(ctx context.Context, s *scope) error {
+	overlay, err := calico.GetOverlay(ctx, r.Client)
+	if err != nil {
+		return err
+	}
+	// An overlay written after the preflight wins over what the steps write:
+	// a wait then names it, since the operator reports nothing Degraded.
+	h := calicoHealth{overlayConflicts: calico.OverlayConflicts(overlay)}
+	names := []string{calico.StatusCalico, calico.StatusIPPools}
+	// calico-windows keeps its last status when Windows is turned off: only
+	// while the Installation asks for HNS does it speak for the cluster.
+	if calico.Deref(calico.WindowsDataplane(s.inst)) == string(operatorv1.WindowsDataplaneHNS) {
+		names = append(names, calico.StatusCalicoWindows)
+	}
+	for _, name := range names {
+		st, err := calico.ReadHealth(ctx, r.Client, name)
+		if err != nil {
+			return err
+		}
+		if !st.Degraded {
+			continue
+		}
+		h.operatorDegraded = append(h.operatorDegraded, st)
+		if h.degraded == nil && name != calico.StatusCalicoWindows {
+			h.degraded = &st
+		}
+	}
+	s.calico = h
+	if d := h.degraded; d != nil {
+		// A message calicoBlocked refined earlier in this state is kept.
+		if c := conditionOf(s, conditions.CalicoHealthy); c == nil || c.Status != metav1.ConditionFalse {
+			s.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded,
+				fmt.Sprintf("TigeraStatus %s is Degraded (%s)", d.Name, d.Message))
+		}
+		return nil
+	}
+	s.set(conditions.CalicoHealthy, metav1.ConditionTrue, conditions.ReasonCalicoHealthy, "no TigeraStatus is Degraded")
+	return nil
+}

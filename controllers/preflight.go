@@ -1,0 +1,78 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/preflight"
+)
+
+// preflightChecks runs the compatibility checks and records them; a failed
+// check stops the migration before any change.
+type preflightChecks struct{ *Reconciler }
+
+func (r preflightChecks) reconcile(ctx context.Context, s *scope) Outcome {
+	in, err := preflight.Gather(ctx, r.APIReader, r.Discovery, s.inst)
+	if err != nil {
+		return failed(err)
+	}
+	if wn := s.wr.Spec.WindowsNodes; wn != nil {
+		in.ExpectedWindowsNodes = wn.Expected
+	}
+	existing, err := calico.GetServicesEndpoint(ctx, r.Client)
+	if err != nil {
+		return failed(err)
+	}
+	if in.APIServer, err = preflight.GatherAPIServer(ctx, r.APIReader, s.wr.Spec.APIServer, existing); err != nil {
+		return failed(err)
+	}
+	checks := preflight.Evaluate(in, s.wr.Spec.Preflight)
+	now := metav1.NewTime(s.now)
+	var probe *v1alpha1.ProbeStatus
+	if prev := s.wr.Status.Preflight; prev != nil {
+		probe = prev.Probe
+	}
+	s.wr.Status.Preflight = &v1alpha1.PreflightStatus{CompletedAt: &now, Checks: checks, Probe: probe}
+	if failed := preflight.Failed(checks); len(failed) > 0 {
+		msg := "preflight failed, nothing was changed: " + summarize(failed)
+		reason := conditions.ReasonPreflightFailed
+		if !in.CalicoAPIServed {
+			reason = conditions.ReasonCalicoAPIUnavailable
+		}
+		s.set(conditions.PreflightPassed, metav1.ConditionFalse, reason, msg)
+		return stop(reason, "%s", msg).lookAgain(r.opts.PreflightRetry)
+	}
+	s.set(conditions.PreflightPassed, metav1.ConditionUnknown, conditions.ReasonProgressing, "compatibility checks passed; probing UDP 4789")
+	return done()
+}
+
+// preflightPassed records a passed preflight, with its warnings.
+func preflightPassed(_ context.Context, s *scope) Outcome {
+	warned := preflight.Warnings(s.wr.Status.Preflight.Checks)
+	if s.wr.Spec.PodNetworkCheck.Disabled {
+		warned = append(warned, podCheckPreflight(s.wr.Spec.PodNetworkCheck))
+	}
+	if probe := s.wr.Status.Preflight.Probe; probe != nil && probe.Skipped {
+		warned = append(warned, v1alpha1.PreflightCheck{Name: "NetworkProbe", Result: v1alpha1.CheckWarn,
+			Message: "skipped as spec.preflight.skipNetworkProbe asks: UDP 4789 between nodes is not verified"})
+	}
+	if len(warned) > 0 {
+		s.set(conditions.PreflightPassed, metav1.ConditionTrue, conditions.ReasonPreflightWarnings, "passed with warnings: "+summarize(warned))
+		return done()
+	}
+	s.set(conditions.PreflightPassed, metav1.ConditionTrue, conditions.ReasonPreflightPassed, "every compatibility check passed and UDP 4789 passes between nodes")
+	return done()
+}
+
+func summarize(checks []v1alpha1.PreflightCheck) string {
+	parts := make([]string, 0, len(checks))
+	for _, c := range checks {
+		parts = append(parts, c.Name+": "+c.Message)
+	}
+	return strings.Join(parts, "; ")
+}

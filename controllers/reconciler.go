@@ -1,0 +1,143 @@
+// Package controllers holds the WindowsReadiness reconciler. A pass reads
+// the object and the Installation into a scope, runs the sub-reconcilers in
+// order (observe, the hold of calico-node, then the migration's or the
+// rollback's: preflight, probe round, pod check, targets, originals, walk,
+// join watch), and stops at the first that is not done. conclude turns that
+// outcome into the conditions, the Events and the result; the status is
+// written once, at the end of the pass, plus the named checkpoints where a
+// record must be durable before the pass goes on.
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/metrics"
+	"github.com/winready/winready/internal/preflight"
+)
+
+// Reconciler migrates the cluster to Windows-ready mode and back. Setup
+// builds it.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server objects that are not cached.
+	APIReader client.Reader
+	// Discovery finds out whether projectcalico.org/v3 is served.
+	Discovery preflight.Discovery
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+	// Writes counts the writes Client makes.
+	Writes *metrics.WriteCounter
+
+	opts    Options
+	limiter workqueue.TypedRateLimiter[ctrl.Request]
+}
+
+// Reconcile runs one pass of the migration or rollback and writes the status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// Read past the cache: the status written by the previous reconcile must
+	// be seen, or a finished step would be waited for again.
+	wr := &v1alpha1.WindowsReadiness{}
+	if err := r.APIReader.Get(ctx, req.NamespacedName, wr); err != nil {
+		if ctx.Err() != nil {
+			// The manager is stopping: the next one starts from the cluster.
+			return ctrl.Result{}, nil
+		}
+		if apierrors.IsNotFound(err) {
+			// Deleted while it held calico-node: nothing is left to follow
+			// the hold, so it ends now.
+			return ctrl.Result{}, r.releaseOrphanedHold(ctx)
+		}
+		return ctrl.Result{}, err
+	}
+	if wr.Name != v1alpha1.Name {
+		// The CRD admits no other name; nothing to do for objects from before that rule.
+		return ctrl.Result{}, nil
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("phase", wr.Status.Phase, "generation", wr.Generation))
+	s := &scope{wr: wr, before: wr.DeepCopy(), now: r.Clock.Now()}
+	if r.limiter != nil {
+		s.failures = r.limiter.NumRequeues(req)
+	}
+	o := r.pass(ctx, s)
+	if ctx.Err() != nil {
+		// The manager is stopping: the next one starts from the cluster.
+		return ctrl.Result{}, nil
+	}
+	result, err := r.conclude(ctx, s, o)
+	// Every pass read this generation and wrote the conditions for it: the
+	// Kubernetes convention, which kstatus, Flux and Argo CD read as "seen".
+	wr.Status.ObservedGeneration = wr.Generation
+	if perr := r.persist(ctx, s); perr != nil {
+		if ctx.Err() != nil {
+			return ctrl.Result{}, nil
+		}
+		// The status could not be written: the error goes to the controller's
+		// own backoff and the log, the only places left.
+		return ctrl.Result{}, perr
+	}
+	return result, err
+}
+
+// pass reads Installation default and runs the sub-reconcilers of the
+// direction the spec asks for.
+func (r *Reconciler) pass(ctx context.Context, s *scope) Outcome {
+	inst, err := calico.GetInstallation(ctx, r.Client)
+	if err != nil {
+		return failed(err)
+	}
+	if inst == nil {
+		return stop(conditions.ReasonInstallationNotFound,
+			"Installation default not found: winready migrates a Calico cluster installed by the Tigera operator; install Calico with the Tigera operator first")
+	}
+	s.inst = inst
+	var direction subReconciler = migration{r}
+	if s.wr.Spec.Direction == v1alpha1.DirectionRollback {
+		direction = rollback{r}
+	}
+	return sequence(ctx, s, observe{r}, holdRelease{r}, direction)
+}
+
+// persist writes the status when it changed: once at the end of a pass, and
+// at each checkpoint.
+func (r *Reconciler) persist(ctx context.Context, s *scope) error {
+	s.wr.Status.Phase = conditions.Phase(s.wr)
+	metrics.RecordStatus(s.wr)
+	fillColumns(&s.wr.Status)
+	boundStatus(&s.wr.Status)
+	if equality.Semantic.DeepEqual(s.before.Status, s.wr.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, s.wr, client.MergeFrom(s.before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("writing windowsreadiness status: %w", err)
+	}
+	s.before = s.wr.DeepCopy()
+	return nil
+}
+
+// checkpoint writes the status in the middle of a pass, where what it holds
+// must be durable before the pass goes on: why names the moment (the
+// originals before the first change, a round's result before its reports are
+// deleted).
+func (r *Reconciler) checkpoint(ctx context.Context, s *scope, why string) error {
+	if err := r.persist(ctx, s); err != nil {
+		return fmt.Errorf("saving the status before %s: %w", why, err)
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/metrics"
+	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/windows"
+)
+
+// FieldOwner is winready's field manager name in managedFields.
+const FieldOwner = "winready"
+
+// NewScheme registers winready's API and every type the reconciler reads.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := calico.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// CacheOptions caches only what the reconciler reads: DaemonSets of
+// calico-system, the services-endpoint ConfigMap (watched by name, which its
+// name-scoped RBAC requires), the probe reports in probeNamespace, Nodes as
+// metadata, and no managedFields anywhere. The record of the originals in the
+// operator's namespace is read past the cache.
+func CacheOptions(probeNamespace string) cache.Options {
+	reports, err := labels.NewRequirement(preflight.ReportLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key
+	}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&appsv1.DaemonSet{}: {Namespaces: map[string]cache.Config{calico.SystemNamespace: {}}},
+			&corev1.Pod{}: {Namespaces: map[string]cache.Config{calico.SystemNamespace: {
+				LabelSelector: labels.SelectorFromSet(labels.Set{windows.PodLabel: windows.PodLabelValue})}}},
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{
+				calico.OperatorNamespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", calico.ServicesEndpointConfigMap)},
+				probeNamespace:           {LabelSelector: labels.NewSelector().Add(*reports)},
+			}},
+		},
+	}
+}
+
+// Defaults of the Options a caller leaves at zero.
+const (
+	// DefaultRecheckAfterWrite is how soon a pass looks again when its own
+	// write has not shown in the cache yet.
+	DefaultRecheckAfterWrite = 200 * time.Millisecond
+	// DefaultPreflightRetry is how often a failed preflight is looked at again
+	// when neither the spec nor a watched object changes.
+	DefaultPreflightRetry = 5 * time.Minute
+	// DefaultRetryBase and DefaultRetryMax bound the workqueue's backoff after
+	// a failed read or write: doubling from the base, capped at the maximum.
+	DefaultRetryBase = 500 * time.Millisecond
+	DefaultRetryMax  = time.Minute
+)
+
+// Options are the settings of the reconciler. main.go, the test kit and the
+// suites all pass theirs to Setup.
+type Options struct {
+	// Namespace is the operator's namespace, where the originals are recorded.
+	Namespace string
+	// ProbeNamespace is where the node rounds run (config/probe);
+	// preflight.DefaultProbeNamespace when empty.
+	ProbeNamespace string
+	// ProbeImage is the image of the probe agents: the operator's own.
+	ProbeImage string
+	// Clock is the real clock when nil.
+	Clock clock.PassiveClock
+	// RecheckAfterWrite, PreflightRetry, RetryBase and RetryMax override the
+	// defaults (tests shorten them).
+	RecheckAfterWrite time.Duration
+	PreflightRetry    time.Duration
+	RetryBase         time.Duration
+	RetryMax          time.Duration
+}
+
+// withDefaults fills what o leaves at zero.
+func (o Options) withDefaults() Options {
+	set := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	set(&o.RecheckAfterWrite, DefaultRecheckAfterWrite)
+	set(&o.PreflightRetry, DefaultPreflightRetry)
+	set(&o.RetryBase, DefaultRetryBase)
+	set(&o.RetryMax, DefaultRetryMax)
+	if o.ProbeNamespace == "" {
+		o.ProbeNamespace = preflight.DefaultProbeNamespace
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
+
+// backoff is the wait the workqueue's rate limiter puts before the next try
+// after failures failed tries in a row: what ItemExponentialFailureRateLimiter
+// computes, so that the status can say when that is.
+func (o Options) backoff(failures int) time.Duration {
+	d := o.RetryBase
+	for i := 0; i < failures && d < o.RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, o.RetryMax)
+}
+
+// Setup builds the reconciler for a manager made with NewScheme and
+// CacheOptions(o.ProbeNamespace) and starts it with the manager. Its client
+// counts the writes it makes (Reconciler.Writes) and carries winready's field
+// manager name.
+func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
+	o = o.withDefaults()
+	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("creating discovery client: %w", err)
+	}
+	metrics.Register()
+	writes := metrics.NewWriteCounter(mgr.GetScheme())
+	r := &Reconciler{
+		Client:    client.WithFieldOwner(&metrics.CountingClient{Client: mgr.GetClient(), Writes: writes}, FieldOwner),
+		Writes:    writes,
+		APIReader: mgr.GetAPIReader(),
+		Discovery: disco,
+		Recorder:  mgr.GetEventRecorder("winready"),
+		Clock:     o.Clock,
+		opts:      o,
+		// Every failed pass backs off here, and the status says until when.
+		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[ctrl.Request](o.RetryBase, o.RetryMax),
+	}
+	if err := r.setupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// setupWithManager watches the WindowsReadiness and everything a step waits
+// for; every event wakes the one object, "default".
+func (r *Reconciler) setupWithManager(mgr ctrl.Manager) error {
+	toDefault := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: v1alpha1.Name}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("windowsreadiness").
+		WithOptions(controller.Options{RateLimiter: r.limiter}).
+		For(&v1alpha1.WindowsReadiness{}, builder.WithPredicates(
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&operatorv1.Installation{}, toDefault).
+		Watches(&operatorv1.TigeraStatus{}, toDefault).
+		Watches(&appsv1.DaemonSet{}, toDefault).
+		Watches(&corev1.ConfigMap{}, toDefault).
+		WatchesMetadata(&corev1.Node{}, toDefault, builder.WithPredicates(predicate.Or(windowsNodeChanged(), windowsNodeUpdated(), tunnelAddressAppeared()))).
+		// The calico-node-windows pods, as CacheOptions selects them.
+		Watches(&corev1.Pod{}, toDefault).
+		Complete(r)
+}

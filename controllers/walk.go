@@ -1,0 +1,247 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/phase"
+)
+
+// mayChange says why the next change of a step may not be made now; a done
+// outcome when it may. It decides from the scope alone, so that a batch can
+// ask it about later steps without side effects.
+type mayChange func(s *scope, step v1alpha1.StepName) Outcome
+
+// walk runs the steps in order toward dir. Each step reads the cluster and
+// lists its changes; a step with changes due makes them unless allowed says
+// why not. It is done once every step has settled.
+type walk struct {
+	*Reconciler
+	steps   []phase.Step
+	dir     v1alpha1.Direction
+	allowed mayChange
+}
+
+func (w walk) reconcile(ctx context.Context, s *scope) Outcome {
+	in := input(s, w.dir)
+	s.cluster = in.Cluster
+	total := len(w.steps)
+	for i, step := range w.steps {
+		n := i + 1
+		if w.dir == v1alpha1.DirectionRollback {
+			n = total - i
+		}
+		logger := log.FromContext(ctx).WithValues("step", step.Name(), "index", n, "direction", w.dir)
+		if o := w.walkStep(log.IntoContext(ctx, logger), s, in, step, w.steps[i+1:]); !o.Done() {
+			return at(o, step.Name(), n, total)
+		}
+		s.steps().finish(step.Name(), w.dir)
+	}
+	return restoreSpeed{w.Reconciler}.reconcile(ctx, s)
+}
+
+// at places a step's outcome in the walk: its message names the step and
+// where it stands, and a wait for Calico counts against that step's deadline.
+func at(o Outcome, step v1alpha1.StepName, n, total int) Outcome {
+	if o.Err != nil || o.Step == step {
+		return o
+	}
+	o.Step = step
+	o.Message = fmt.Sprintf("step %d/%d (%s): %s", n, total, step, o.Message)
+	return o
+}
+
+// waitingFor is a step waiting for Calico to apply what is written.
+func waitingFor(what string) Outcome {
+	return Outcome{Reason: conditions.ReasonWaiting, Message: "waiting for " + what}
+}
+
+// input is what the steps decide from, toward dir: the cluster as read from
+// the Installation on, the targets and the originals recorded so far.
+func input(s *scope, dir v1alpha1.Direction) phase.Input {
+	return phase.Input{Cluster: &calico.Cluster{Installation: s.inst}, Originals: s.wr.Status.Originals,
+		Targets: targetsOf(s.wr.Status.Targets), Direction: dir}
+}
+
+// walkStep takes one step as far as it goes in this pass.
+func (w walk) walkStep(ctx context.Context, s *scope, in phase.Input, step phase.Step, rest []phase.Step) Outcome {
+	name, dir := step.Name(), in.Direction
+	if err := step.Read(ctx, w.readers(), in.Cluster); err != nil {
+		return failed(fmt.Errorf("observing step %s: %w", name, err))
+	}
+	changes := step.Diff(in)
+	rec := s.steps().get(name)
+	if untouched := dir == v1alpha1.DirectionRollback && rec.State == v1alpha1.StepPending; untouched || s.steps().finished(name, dir) {
+		// Calico applied this step before (or, in a rollback, the migration
+		// never got to it); later steps' changes make its TigeraStatus and
+		// rollouts move again, which is not this step's to wait for. Only
+		// the value itself is checked.
+		if len(changes) == 0 {
+			return done()
+		}
+		if s.steps().finished(name, dir) && rec.Changed && rec.Target == targetDigest(s.wr.Status.Targets, name, dir) {
+			// Someone put back the value this step had changed; a spec edit
+			// that moved the target is not a revert.
+			if o := w.reverted(ctx, s, name, changes); !o.Done() {
+				return o
+			}
+		}
+	}
+	if due := calico.Due(changes); len(due) > 0 {
+		if o := w.mayChangeNow(ctx, s, name, dir); !o.Done() {
+			return o
+		}
+		if g, ok := step.(phase.Gated); ok {
+			if ready, why := g.ReadyToChange(in); !ready {
+				s.steps().start(name, dir)
+				return waitingFor(why)
+			}
+		}
+		b, err := w.batch(ctx, s, in, step, rest, due)
+		if err != nil {
+			return failed(err)
+		}
+		if err := w.holdCalicoNode(ctx, s, in, &b); err != nil {
+			return failed(fmt.Errorf("step %s: %w", name, err))
+		}
+		if o := w.change(ctx, s, in, step, b); !o.Done() {
+			return o
+		}
+	}
+	if ok, why := step.Settled(in); !ok {
+		s.steps().start(name, dir)
+		return waitingFor(why)
+	}
+	if _, ok := disruptive[name]; ok && dir == v1alpha1.DirectionMigrate {
+		// The step is done once the pod network is proven after it.
+		return podCheck{w.Reconciler, name}.reconcile(ctx, s)
+	}
+	return done()
+}
+
+// mayChangeNow asks allowed about the step the walk is about to change, and
+// keeps CalicoHealthy saying what that means while Calico is Degraded. A
+// rollback looks at the Windows nodes once more, past the cache, right
+// before its write: a node that joins midway stops it between two steps.
+func (w walk) mayChangeNow(ctx context.Context, s *scope, name v1alpha1.StepName, dir v1alpha1.Direction) Outcome {
+	if _, msg := calicoVerdict(s, name, dir); msg != "" {
+		s.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, msg)
+	}
+	if o := w.allowed(s, name); !o.Done() {
+		return o
+	}
+	if dir != v1alpha1.DirectionRollback {
+		return done()
+	}
+	nodes, err := windowsNodes(ctx, w.APIReader)
+	if err != nil {
+		return failed(err)
+	}
+	s.windowsNodes = nodes
+	return windowsNodesJoined(s)
+}
+
+// change makes the changes that are due and reads the step again; it returns
+// an outcome when the step cannot go on in this pass.
+func (w walk) change(ctx context.Context, s *scope, in phase.Input, step phase.Step, b batched) Outcome {
+	name := step.Name()
+	s.steps().start(name, in.Direction)
+	log.FromContext(ctx).Info("changing the cluster", "changes", len(b.changes), "with", b.steps)
+	if err := calico.Apply(ctx, w.Client, in.Cluster, b.changes); err != nil {
+		return failed(fmt.Errorf("step %s: %w", name, err))
+	}
+	s.steps().markChanged(name)
+	for _, other := range b.steps {
+		s.steps().markChanged(other)
+	}
+	if err := step.Read(ctx, w.readers(), in.Cluster); err != nil {
+		return failed(fmt.Errorf("observing step %s: %w", name, err))
+	}
+	if len(calico.Due(step.Diff(in))) > 0 {
+		// The cache has not seen the write yet, or someone changed the
+		// object in between: look again soon.
+		o := waitingFor("the change to show")
+		o.Soon = true
+		return o
+	}
+	return done()
+}
+
+// rendersCalicoNode are the steps whose changes make the Tigera operator
+// re-render calico-node, each a rollout over every node.
+var rendersCalicoNode = []v1alpha1.StepName{v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}
+
+// batchable are the steps whose changes the Tigera operator applies in one
+// reconcile with at most one calico-node rollout between them (README, the
+// step table): BGP and the services endpoint re-render calico-node; the
+// service network and the Windows dataplane change no part of calico-node's
+// template (pkg/render/node.go reads neither; pkg/render/windows.go renders
+// them into calico-node-windows, which runs on Windows nodes only, and none
+// joins before the cluster is Ready). The operator's validation wants the
+// service network with the Windows dataplane, and the first IPv4 pool VXLAN,
+// which the Encapsulation step before them has settled.
+var batchable = []v1alpha1.StepName{v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint,
+	v1alpha1.StepServiceCIDRs, v1alpha1.StepWindowsDataplane}
+
+// batched are the changes one write makes, and the later steps they include.
+type batched struct {
+	changes []calico.Change
+	steps   []v1alpha1.StepName
+}
+
+// batch adds to a step's due changes those of the later batchable steps, so
+// that the Tigera operator renders them in one reconcile and calico-node
+// rolls out once: the write goes under a hold of calico-node when it spans
+// the Installation and the services-endpoint ConfigMap (hold.go). A later
+// step whose change may not be made now (approval, a gate, Calico unhealthy)
+// is left to its own turn with every step after it, as is every step under
+// spec.rollout.conservative. The change that speeds the rollout up rides
+// along when the write re-renders calico-node.
+func (w walk) batch(ctx context.Context, s *scope, in phase.Input, step phase.Step, rest []phase.Step, due []calico.Change) (batched, error) {
+	b := batched{changes: due}
+	if slices.Contains(batchable, step.Name()) && !s.wr.Spec.Rollout.Conservative {
+		for _, other := range rest {
+			if !slices.Contains(batchable, other.Name()) {
+				continue
+			}
+			// A step not read is not left out: the write waits for the
+			// next pass rather than split the batch.
+			if err := other.Read(ctx, w.readers(), in.Cluster); err != nil {
+				return batched{}, fmt.Errorf("observing step %s: %w", other.Name(), err)
+			}
+			more := calico.Due(other.Diff(in))
+			if len(more) == 0 {
+				continue
+			}
+			// A step that must wait holds back every later one too: the
+			// steps' order is what the operator's validation relies on.
+			if !w.allowed(s, other.Name()).Done() {
+				break
+			}
+			if g, ok := other.(phase.Gated); ok {
+				if ready, _ := g.ReadyToChange(in); !ready {
+					break
+				}
+			}
+			s.steps().start(other.Name(), in.Direction)
+			b.changes = append(b.changes, more...)
+			b.steps = append(b.steps, other.Name())
+		}
+	}
+	renders := func(n v1alpha1.StepName) bool { return slices.Contains(rendersCalicoNode, n) }
+	if renders(step.Name()) || slices.ContainsFunc(b.steps, renders) {
+		b.changes = append(b.changes, faster(s, in)...)
+	}
+	return b, nil
+}
+
+func (r *Reconciler) readers() phase.Readers {
+	return phase.Readers{Cache: r.Client, API: r.APIReader}
+}
