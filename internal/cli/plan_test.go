@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -152,9 +152,10 @@ func TestPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
+	root := filepath.Join("..", "..") // the repository's, from this package's directory
 	env := &envtest.Environment{
-		CRDDirectoryPaths: []string{filepath.Join("config", "crd", "bases"),
-			filepath.Join("bin", "crds", "operator"), filepath.Join("bin", "crds", "calico")},
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases"),
+			filepath.Join(root, "bin", "crds", "operator"), filepath.Join(root, "bin", "crds", "calico")},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()
