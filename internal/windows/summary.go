@@ -11,6 +11,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 )
 
+// The join watch's condition and its reasons.
 const (
 	// ConditionHealthy is the condition that sums up the Windows nodes' joins.
 	ConditionHealthy = "WindowsNodesHealthy"
