@@ -191,7 +191,7 @@ func dnsServiceOfAnyProvider() predicate.Predicate {
 func (s *Simulator) windowsImageSet(ctx context.Context) (string, error) {
 	list := &operatorv1.ImageSetList{}
 	if err := s.reader.List(ctx, list); err != nil {
-		return "", fmt.Errorf("failed to get imageset list: %s", err)
+		return "", fmt.Errorf("failed to get imageset list: %w", err)
 	}
 	for _, is := range list.Items {
 		if is.Name != "calico-"+calicoVersion {
