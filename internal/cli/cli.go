@@ -124,6 +124,12 @@ func dispatch(args []string, stdout, stderr io.Writer, cmds commands) int {
 		}
 		err = cmds.operator(*opts)
 	}
+	return exitStatus(err, stderr)
+}
+
+// exitStatus is the status a command's error ends winready with, printed to
+// stderr unless it is help.
+func exitStatus(err error, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}

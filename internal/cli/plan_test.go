@@ -112,7 +112,7 @@ func TestReadOnlyConfig(t *testing.T) {
 		mu      sync.Mutex
 		methods []string
 	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		methods = append(methods, r.Method)

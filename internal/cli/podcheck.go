@@ -35,9 +35,13 @@ func runPodCheck(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	const required = "--node, --round and --pod-ip (or NODE_NAME, ROUND, POD_IP) are required"
 	podIP, err := netip.ParseAddr(*podIPText)
-	if *node == "" || *round == "" || err != nil {
-		return fmt.Errorf("--node, --round and --pod-ip (or NODE_NAME, ROUND, POD_IP) are required: %v", err)
+	if err != nil {
+		return fmt.Errorf(required+": %w", err)
+	}
+	if *node == "" || *round == "" {
+		return errors.New(required)
 	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
