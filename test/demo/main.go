@@ -155,7 +155,7 @@ func newManagers(cfg *rest.Config, scheme *runtime.Scheme) (*controllers.Reconci
 		return nil, nil, err
 	}
 
-	// winready's manager, wired as main.go wires it.
+	// winready's manager, wired as internal/cli (runManager) wires it.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Cache:   controllers.CacheOptions(preflight.DefaultProbeNamespace),
