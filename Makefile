@@ -41,6 +41,15 @@ fmt: ## Format the code.
 vet: ## Run go vet.
 	go vet ./...
 
+# golangci-lint is pinned in hack/tools/go.mod, a module of its own so that the
+# main go.mod does not carry its dependencies; .golangci.yml is its config.
+GOLANGCI_LINT := go tool -modfile=$(CURDIR)/hack/tools/go.mod golangci-lint
+
+.PHONY: lint
+lint: ## Run golangci-lint (.golangci.yml) on the main module.
+	cd hack/tools && { go mod tidy -diff || { echo "hack/tools: run go mod tidy there and commit"; exit 1; }; }
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: build
 build: ## Build the operator binary into bin/winready.
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/winready/winready/internal/version.Version=$(VERSION)" -o bin/winready .

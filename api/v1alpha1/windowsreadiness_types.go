@@ -24,6 +24,7 @@ const (
 // +kubebuilder:validation:Enum=Enabled;Disabled
 type GateMode string
 
+// The gate's modes.
 const (
 	GateEnabled  GateMode = "Enabled"
 	GateDisabled GateMode = "Disabled"
@@ -287,6 +288,7 @@ type PodNetworkCheckSpec struct {
 // +kubebuilder:validation:Enum=Pending;Preflight;Planned;Migrating;AwaitingApproval;Ready;RollingBack;RolledBack;Paused;Stalled
 type Phase string
 
+// The phases.
 const (
 	PhasePending   Phase = "Pending"
 	PhasePreflight Phase = "Preflight"
@@ -310,6 +312,7 @@ var Phases = []Phase{PhasePending, PhasePreflight, PhasePlanned, PhaseMigrating,
 // +kubebuilder:validation:Enum=StrictAffinity;Encapsulation;BGP;ServicesEndpoint;ServiceCIDRs;WindowsDataplane
 type StepName string
 
+// The steps, in the order a migration runs them.
 const (
 	StepStrictAffinity   StepName = "StrictAffinity"
 	StepEncapsulation    StepName = "Encapsulation"
@@ -327,6 +330,7 @@ var StepNames = []StepName{StepStrictAffinity, StepEncapsulation, StepBGP, StepS
 // +kubebuilder:validation:Enum=Pending;InProgress;Completed;Reverting;Reverted
 type StepState string
 
+// The states of a step.
 const (
 	StepPending    StepState = "Pending"
 	StepInProgress StepState = "InProgress"
@@ -473,6 +477,7 @@ type Originals struct {
 // +kubebuilder:validation:Enum=Pass;Info;Warn;Fail
 type CheckResult string
 
+// The results of a check, from best to worst.
 const (
 	CheckPass CheckResult = "Pass"
 	CheckInfo CheckResult = "Info"
@@ -758,6 +763,7 @@ type WindowsReadinessStatus struct {
 // +kubebuilder:validation:Enum=Joining;Joined;Overdue
 type JoinState string
 
+// The join states.
 const (
 	// JoinJoining: the node waits for something, within its join timeout.
 	JoinJoining JoinState = "Joining"
@@ -835,10 +841,6 @@ type WindowsReadinessList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []WindowsReadiness `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&WindowsReadiness{}, &WindowsReadinessList{})
 }
 
 // RolloutStatus is a DaemonSet rollout's progress as winready observed it.

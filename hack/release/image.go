@@ -139,7 +139,7 @@ func writeLayout(dir string, idx v1.ImageIndex, m imageMeta) (v1.Hash, error) {
 // `skopeo copy oci-archive:` and `crane push` take.
 func archiveLayout(dir, file string, mtime time.Time) error {
 	var paths []string
-	if err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	if err := filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

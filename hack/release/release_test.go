@@ -141,7 +141,7 @@ func checkLayout(t *testing.T, dir string, m imageMeta, check func(v1.Platform, 
 				t.Errorf("%s: label %s = %q, want %q", desc.Platform.Architecture, k, c.Labels[k], want)
 			}
 		}
-		if !cf.Created.Time.Equal(m.Created) {
+		if !cf.Created.Equal(m.Created) {
 			t.Errorf("created %v, want the commit's time %v", cf.Created.Time, m.Created)
 		}
 		check(*desc.Platform, binaryOf(t, img))

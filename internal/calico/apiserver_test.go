@@ -3,16 +3,16 @@ package calico
 import (
 	"context"
 	"errors"
-	"github.com/go-logr/logr"
 	"os"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"testing"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // TestGuardFailureFromAPIServer sends a JSON patch whose test fails, and one

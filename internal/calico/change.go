@@ -143,9 +143,11 @@ func indexSegment(parts []string) int {
 	return -1
 }
 
-// Before and After render the old and new values as plans show them.
+// Before renders the old value as plans show it.
 func (c Change) Before() string { return c.Old.String() }
 
+// After renders the new value as plans show it; a deletion says when it is
+// made if it waits.
 func (c Change) After() string {
 	if c.Pointer != "" || c.New.Present {
 		return c.New.String()
@@ -167,13 +169,13 @@ func Due(changes []Change) []Change {
 	return due
 }
 
-// FieldChange is the change of one field from old to new; nil when they are
+// FieldChange is the change of one field from old to want; nil when they are
 // the same.
-func FieldChange(obj Object, pointer string, old, new Value) []Change {
-	if old.Equal(new) {
+func FieldChange(obj Object, pointer string, old, want Value) []Change {
+	if old.Equal(want) {
 		return nil
 	}
-	return []Change{{Object: obj, Pointer: pointer, Old: old, New: new}}
+	return []Change{{Object: obj, Pointer: pointer, Old: old, New: want}}
 }
 
 // Segments splits a JSON pointer into its reference tokens.

@@ -220,7 +220,7 @@ func TestCommitYAML(t *testing.T) {
 func TestLastManager(t *testing.T) {
 	entry := func(manager, fields string, at int64) metav1.ManagedFieldsEntry {
 		ts := metav1.Unix(at, 0)
-		return metav1.ManagedFieldsEntry{Manager: manager, Time: &ts, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, Time: &ts, FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
 		entry("winready", `{"f:spec":{"f:calicoNetwork":{"f:bgp":{}}}}`, 30),
@@ -243,8 +243,8 @@ func TestLastManager(t *testing.T) {
 
 func TestOwnedBy(t *testing.T) {
 	inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
-		{Manager: "winready", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:calicoNetwork":{"f:bgp":{}},"f:nodeUpdateStrategy":{"f:rollingUpdate":{"f:maxUnavailable":{}}}}}`)}},
-		{Manager: "operator", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:nodeUpdateStrategy":{"f:type":{}}}}`)}},
+		{Manager: "winready", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:calicoNetwork":{"f:bgp":{}},"f:nodeUpdateStrategy":{"f:rollingUpdate":{"f:maxUnavailable":{}}}}}`)},
+		{Manager: "operator", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:nodeUpdateStrategy":{"f:type":{}}}}`)},
 	}}}
 	if !OwnedBy(inst, PathNodeMaxUnavailable, "winready") {
 		t.Error("winready's maxUnavailable is not seen as its own")

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// The Tigera operator's component handler leaves alone an existing object
-// that carries IgnoreAnnotation "true" (pkg/controller/utils/component.go,
+// IgnoreAnnotation "true" on an existing object makes the Tigera operator's
+// component handler leave it alone (pkg/controller/utils/component.go,
 // IgnoreObject): it renders the object and does not update it. Held on
 // calico-node while winready writes changes that span the Installation and
 // the services-endpoint ConfigMap, it keeps the operator from rendering the
@@ -126,7 +126,7 @@ func HeldBy(ds *appsv1.DaemonSet, manager string) bool {
 			continue
 		}
 		var fields map[string]any
-		if json.Unmarshal(e.FieldsV1.Raw, &fields) == nil && Owns(fields, "/metadata/annotations/"+escapePointer(IgnoreAnnotation)) {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) == nil && Owns(fields, "/metadata/annotations/"+escapePointer(IgnoreAnnotation)) {
 			return true
 		}
 	}

@@ -102,13 +102,10 @@ func (p *Patch) Apply(ctx context.Context, c client.Client, inst *operatorv1.Ins
 	if err != nil {
 		return fmt.Errorf("encoding installation patch: %w", err)
 	}
-	err = c.Patch(ctx, inst, client.RawPatch(types.JSONPatchType, body))
-	switch {
-	case err == nil:
-		return nil
-	default:
+	if err := c.Patch(ctx, inst, client.RawPatch(types.JSONPatchType, body)); err != nil {
 		return classifyPatchError(err)
 	}
+	return nil
 }
 
 // classifyPatchError tells a guard that did not hold (a conflict, or a failed
@@ -117,7 +114,7 @@ func (p *Patch) Apply(ctx context.Context, c client.Client, inst *operatorv1.Ins
 // as a lost race.
 func classifyPatchError(err error) error {
 	if apierrors.IsConflict(err) || isTestFailure(err) {
-		return fmt.Errorf("%w: %v", ErrGuardFailed, err)
+		return fmt.Errorf("%w: %w", ErrGuardFailed, err)
 	}
 	return fmt.Errorf("patching installation: %w", err)
 }

@@ -20,7 +20,7 @@ func LastManager(inst *operatorv1.Installation, changes []Change, self string) s
 			continue
 		}
 		var fields map[string]any
-		if json.Unmarshal(e.FieldsV1.Raw, &fields) != nil {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		for _, c := range changes {
@@ -112,7 +112,7 @@ func OwnedBy(inst *operatorv1.Installation, pointer, manager string) bool {
 			continue
 		}
 		var fields map[string]any
-		if json.Unmarshal(e.FieldsV1.Raw, &fields) == nil && Owns(fields, pointer) {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) == nil && Owns(fields, pointer) {
 			return true
 		}
 	}

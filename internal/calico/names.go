@@ -3,6 +3,7 @@
 // configuration, IP pools, TigeraStatus health and DaemonSet rollouts.
 package calico
 
+// The names of the objects winready reads and writes, and of their keys.
 const (
 	// InstallationName is the Installation the Tigera operator reconciles.
 	InstallationName = "default"

@@ -118,6 +118,7 @@ const (
 // Effect is what a reason means for the migration when a step stops on it.
 type Effect int
 
+// The effects, from least to most in need of a person.
 const (
 	// Informs: the reason describes a state; a step never stops on it.
 	Informs Effect = iota

@@ -94,22 +94,28 @@ func (c *CountingClient) count(obj client.Object, verb string, err error) error 
 	return err
 }
 
+// Create creates obj and counts the write once it succeeded.
 func (c *CountingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	return c.count(obj, "create", c.Client.Create(ctx, obj, opts...))
 }
 
+// Patch patches obj and counts the write once it succeeded.
 func (c *CountingClient) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 	return c.count(obj, "patch", c.Client.Patch(ctx, obj, p, opts...))
 }
 
+// Update updates obj and counts the write once it succeeded.
 func (c *CountingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	return c.count(obj, "update", c.Client.Update(ctx, obj, opts...))
 }
 
+// Delete deletes obj and counts the write once it succeeded.
 func (c *CountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	return c.count(obj, "delete", c.Client.Delete(ctx, obj, opts...))
 }
 
+// DeleteAllOf deletes the objects of obj's kind and counts the write, in
+// the namespace the options name, once it succeeded.
 func (c *CountingClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
 	all := &client.DeleteAllOfOptions{}
 	all.ApplyOptions(opts)

@@ -18,6 +18,7 @@ import (
 // which rolls calico-node out node by node.
 type BGP struct{}
 
+// Name implements Step.
 func (BGP) Name() v1alpha1.StepName { return v1alpha1.StepBGP }
 
 func (BGP) Read(ctx context.Context, r Readers, c *calico.Cluster) error {
@@ -33,6 +34,7 @@ func (BGP) Read(ctx context.Context, r Readers, c *calico.Cluster) error {
 	return readHealth(ctx, r, c, calico.StatusCalico)
 }
 
+// Record keeps the Installation's bgp.
 func (BGP) Record(c *calico.Cluster, o *v1alpha1.Originals) {
 	o.BGP = original(calico.OfString(calico.BGP(c.Installation)))
 }
@@ -44,11 +46,15 @@ func (BGP) target(in Input) calico.Value {
 	return calico.Of(string(operatorv1.BGPDisabled))
 }
 
+// Diff sets the Installation's bgp to Disabled, or back to the original.
 func (b BGP) Diff(in Input) []calico.Change {
 	return calico.FieldChange(calico.ObjectInstallation, calico.PathBGP,
 		calico.OfString(calico.BGP(in.Cluster.Installation)), b.target(in))
 }
 
+// Settled waits until calico-node runs with the backend that goes with the
+// target (VXLAN without BGP), has rolled out, and TigeraStatus calico is
+// healthy at the new generation.
 func (b BGP) Settled(in Input) (bool, string) {
 	ds := in.Cluster.Node
 	if ds == nil {

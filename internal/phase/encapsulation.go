@@ -17,6 +17,7 @@ import (
 // reverts direct edits of the IPPools it writes.
 type Encapsulation struct{}
 
+// Name implements Step.
 func (Encapsulation) Name() v1alpha1.StepName { return v1alpha1.StepEncapsulation }
 
 func (Encapsulation) Read(ctx context.Context, r Readers, c *calico.Cluster) (err error) {
@@ -26,6 +27,7 @@ func (Encapsulation) Read(ctx context.Context, r Readers, c *calico.Cluster) (er
 	return readHealth(ctx, r, c, calico.StatusIPPools, calico.StatusCalico)
 }
 
+// Record keeps each Installation pool's encapsulation, by name and CIDR.
 func (Encapsulation) Record(c *calico.Cluster, o *v1alpha1.Originals) {
 	o.Pools = nil
 	for _, p := range calico.IPPools(c.Installation) {

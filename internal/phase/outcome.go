@@ -9,6 +9,7 @@ import (
 // Kind is how far a step got in one reconcile.
 type Kind int
 
+// The kinds, from furthest to least far.
 const (
 	// Done: the cluster holds the step's target and Calico has applied it.
 	Done Kind = iota

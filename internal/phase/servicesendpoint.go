@@ -25,6 +25,7 @@ import (
 // then holds what its own environment says, and nothing is left to forget.
 type ServicesEndpoint struct{}
 
+// Name implements Step.
 func (ServicesEndpoint) Name() v1alpha1.StepName { return v1alpha1.StepServicesEndpoint }
 
 func (ServicesEndpoint) Read(ctx context.Context, r Readers, c *calico.Cluster) (err error) {
@@ -37,6 +38,8 @@ func (ServicesEndpoint) Read(ctx context.Context, r Readers, c *calico.Cluster) 
 	return readHealth(ctx, r, c, calico.StatusCalico)
 }
 
+// Record keeps the ConfigMap's data, whether it existed, and the API server
+// address calico-node's template carries, which a rollback hands back.
 func (ServicesEndpoint) Record(c *calico.Cluster, o *v1alpha1.Originals) {
 	cm := c.ServicesEndpoint
 	o.ServicesEndpoint = v1alpha1.OriginalConfigMap{Present: cm != nil}
@@ -97,6 +100,8 @@ func (ServicesEndpoint) target(in Input) endpointTarget {
 	return endpointTarget{env: o.NodeEnv}
 }
 
+// Diff writes the ConfigMap's host and port for the next target, or deletes
+// it; in a rollback's hand-over the deletion is listed for later.
 func (e ServicesEndpoint) Diff(in Input) []calico.Change {
 	t, cm := e.target(in), in.Cluster.ServicesEndpoint
 	if !t.present {
@@ -129,6 +134,9 @@ func nonEmpty(s string) calico.Value {
 	return calico.Of(s)
 }
 
+// Settled waits until calico-node runs with the target's address and has
+// rolled out, through the hand-over when there is one, and TigeraStatus
+// calico is healthy at the new generation.
 func (e ServicesEndpoint) Settled(in Input) (bool, string) {
 	t, ds := e.target(in), in.Cluster.Node
 	if ds == nil {

@@ -11,6 +11,7 @@ import (
 // they cannot use addresses borrowed from another node's block.
 type StrictAffinity struct{}
 
+// Name implements Step.
 func (StrictAffinity) Name() v1alpha1.StepName { return v1alpha1.StepStrictAffinity }
 
 func (StrictAffinity) Read(ctx context.Context, r Readers, c *calico.Cluster) (err error) {
@@ -18,6 +19,7 @@ func (StrictAffinity) Read(ctx context.Context, r Readers, c *calico.Cluster) (e
 	return err
 }
 
+// Record keeps strictAffinity, and whether the IPAM configuration existed.
 func (StrictAffinity) Record(c *calico.Cluster, o *v1alpha1.Originals) {
 	o.IPAMConfig = v1alpha1.OriginalIPAMConfig{Present: c.IPAMConfig != nil}
 	if c.IPAMConfig != nil {

@@ -13,6 +13,7 @@ import (
 // Tigera operator renders calico-node-windows for Windows nodes to run.
 type WindowsDataplane struct{}
 
+// Name implements Step.
 func (WindowsDataplane) Name() v1alpha1.StepName { return v1alpha1.StepWindowsDataplane }
 
 func (WindowsDataplane) Read(ctx context.Context, r Readers, c *calico.Cluster) (err error) {
@@ -22,6 +23,7 @@ func (WindowsDataplane) Read(ctx context.Context, r Readers, c *calico.Cluster) 
 	return readHealth(ctx, r, c, calico.StatusCalico, calico.StatusCalicoWindows)
 }
 
+// Record keeps the Windows dataplane and whether spec.windowsNodes was set.
 func (WindowsDataplane) Record(c *calico.Cluster, o *v1alpha1.Originals) {
 	o.WindowsDataplane = original(calico.OfString(calico.WindowsDataplane(c.Installation)))
 	o.WindowsNodesPresent = c.Installation.Spec.WindowsNodes != nil
@@ -34,6 +36,7 @@ func (WindowsDataplane) target(in Input) calico.Value {
 	return calico.Of(string(operatorv1.WindowsDataplaneHNS))
 }
 
+// Diff sets the Windows dataplane to HNS, or back to the original.
 func (w WindowsDataplane) Diff(in Input) []calico.Change {
 	inst := in.Cluster.Installation
 	changes := calico.FieldChange(calico.ObjectInstallation, calico.PathWindowsDataplane,
@@ -48,6 +51,9 @@ func (w WindowsDataplane) Diff(in Input) []calico.Change {
 	return changes
 }
 
+// Settled waits, when migrating, for calico-node-windows to be rendered and
+// TigeraStatus calico-windows not Degraded; in both directions for
+// TigeraStatus calico healthy at the new generation.
 func (WindowsDataplane) Settled(in Input) (bool, string) {
 	if in.rollback() {
 		return in.Cluster.SettledAt(calico.StatusCalico)

@@ -117,38 +117,45 @@ func Gather(ctx context.Context, r client.Reader, d Discovery, inst *operatorv1.
 	if !in.CalicoAPIServed {
 		return in, nil
 	}
+	err = gatherCalico(ctx, r, api, &in)
+	return in, err
+}
+
+// gatherCalico reads Calico's own objects through projectcalico.org/v3, which
+// the caller knows is served.
+func gatherCalico(ctx context.Context, r client.Reader, api CalicoAPI, in *Inputs) (err error) {
 	if in.Pools, err = calico.ListIPPools(ctx, r); err != nil {
-		return in, err
+		return err
 	}
 	felix := &calicov3.FelixConfiguration{}
 	var found bool
 	if err := getOptional(ctx, r, client.ObjectKey{Name: "default"}, felix, &found); err != nil {
-		return in, err
+		return err
 	}
 	if found {
 		in.Felix = felix
 	}
 	bgp := &calicov3.BGPConfiguration{}
 	if err := getOptional(ctx, r, client.ObjectKey{Name: "default"}, bgp, &found); err != nil {
-		return in, err
+		return err
 	}
 	if found {
 		in.BGPConfig = bgp
 	}
-	if err := gatherPolicies(ctx, r, &in); err != nil {
-		return in, err
+	if err := gatherPolicies(ctx, r, in); err != nil {
+		return err
 	}
-	if err := gatherBorrowed(ctx, r, api, &in); err != nil {
-		return in, err
+	if err := gatherBorrowed(ctx, r, api, in); err != nil {
+		return err
 	}
 	peers := &calicov3.BGPPeerList{}
 	if err := r.List(ctx, peers); err != nil {
-		return in, fmt.Errorf("listing bgppeers: %w", err)
+		return fmt.Errorf("listing bgppeers: %w", err)
 	}
 	for _, p := range peers.Items {
 		in.BGPPeers = append(in.BGPPeers, p.Name)
 	}
-	return in, nil
+	return nil
 }
 
 func getOptional(ctx context.Context, r client.Reader, key client.ObjectKey, obj client.Object, found *bool) error {

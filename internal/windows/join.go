@@ -18,6 +18,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 )
 
+// What the join watch looks at, and its bounds.
 const (
 	// PodLabel and PodLabelValue select the calico-node-windows pods the
 	// Tigera operator's DaemonSet runs in calico-system.

@@ -11,18 +11,18 @@ import (
 )
 
 // toLua converts decoded JSON into Lua values as Argo CD does.
-func toLua(L *lua.LState, v any) lua.LValue {
+func toLua(ls *lua.LState, v any) lua.LValue {
 	switch t := v.(type) {
 	case map[string]any:
-		tbl := L.NewTable()
+		tbl := ls.NewTable()
 		for k, val := range t {
-			tbl.RawSetString(k, toLua(L, val))
+			tbl.RawSetString(k, toLua(ls, val))
 		}
 		return tbl
 	case []any:
-		tbl := L.NewTable()
+		tbl := ls.NewTable()
 		for _, val := range t {
-			tbl.Append(toLua(L, val))
+			tbl.Append(toLua(ls, val))
 		}
 		return tbl
 	case string:
@@ -47,15 +47,15 @@ func health(t *testing.T, obj map[string]any) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	L := lua.NewState()
-	defer L.Close()
-	L.SetGlobal("obj", toLua(L, obj))
-	if err := L.DoString(string(script)); err != nil {
+	ls := lua.NewState()
+	defer ls.Close()
+	ls.SetGlobal("obj", toLua(ls, obj))
+	if err := ls.DoString(string(script)); err != nil {
 		t.Fatal(err)
 	}
-	hs, ok := L.Get(-1).(*lua.LTable)
+	hs, ok := ls.Get(-1).(*lua.LTable)
 	if !ok {
-		t.Fatalf("the script returned %v", L.Get(-1))
+		t.Fatalf("the script returned %v", ls.Get(-1))
 	}
 	return hs.RawGetString("status").String(), hs.RawGetString("message").String()
 }

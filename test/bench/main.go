@@ -115,21 +115,10 @@ func run(cfg config) (err error) {
 	}
 	defer os.RemoveAll(cfg.workdir)
 	auditLog := filepath.Join(cfg.workdir, "audit.log")
-	policy := filepath.Join(cfg.workdir, "policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+	env, err := newEnvironment(cfg.workdir, auditLog)
+	if err != nil {
 		return err
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("config", "crd", "bases"), filepath.Join("bin", "crds", "operator"), filepath.Join("bin", "crds", "calico")},
-		ErrorIfCRDPathMissing: true,
-	}
-	args := env.ControlPlane.GetAPIServer().Configure()
-	args.Set("audit-policy-file", policy)
-	args.Set("audit-log-path", auditLog)
-	args.Set("audit-log-mode", "blocking")
-	// The scale of a large cluster: the simulator and winready are clients
-	// like any other.
-	args.Set("max-requests-inflight", "1000")
 	restCfg, err := env.Start()
 	if err != nil {
 		return fmt.Errorf("starting the control plane: %w", err)
@@ -137,20 +126,9 @@ func run(cfg config) (err error) {
 	defer func() { err = errors.Join(err, env.Stop()) }()
 	restCfg.QPS, restCfg.Burst = 1000, 2000
 
-	kubeconfigs := map[string]string{}
-	for _, user := range []string{"winready", "runbook"} {
-		u, err := env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, restCfg)
-		if err != nil {
-			return err
-		}
-		kc, err := u.KubeConfig()
-		if err != nil {
-			return err
-		}
-		kubeconfigs[user] = filepath.Join(cfg.workdir, user+".kubeconfig")
-		if err := os.WriteFile(kubeconfigs[user], kc, 0o600); err != nil {
-			return err
-		}
+	kubeconfigs, err := writeKubeconfigs(env, restCfg, cfg.workdir)
+	if err != nil {
+		return err
 	}
 	scheme, err := controllers.NewScheme()
 	if err != nil {
@@ -175,11 +153,16 @@ func run(cfg config) (err error) {
 	simDone := make(chan error, 1)
 	go func() { simDone <- simMgr.Start(ctx) }()
 	defer func() { cancel(); err = errors.Join(err, <-simDone) }()
+	return measureAll(ctx, cfg, bench{c: c, sim: sim, kubeconfigs: kubeconfigs, auditLog: auditLog})
+}
 
+// measureAll measures each size in turn and reports them, those measured
+// before a failure too.
+func measureAll(ctx context.Context, cfg config, b bench) error {
 	var results []result
 	for i, n := range cfg.sizes {
 		fmt.Fprintf(os.Stderr, "bench: %d nodes\n", n)
-		r, err := measure(ctx, cfg, bench{c: c, sim: sim, kubeconfigs: kubeconfigs, auditLog: auditLog}, n, i == len(cfg.sizes)-1)
+		r, err := measure(ctx, cfg, b, n, i == len(cfg.sizes)-1)
 		if err != nil {
 			if len(results) > 0 {
 				report(cfg, results)
@@ -190,6 +173,49 @@ func run(cfg config) (err error) {
 	}
 	report(cfg, results)
 	return nil
+}
+
+// newEnvironment is the control plane, configured to write every request
+// auditPolicy records to auditLog.
+func newEnvironment(workdir, auditLog string) (*envtest.Environment, error) {
+	policy := filepath.Join(workdir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("config", "crd", "bases"), filepath.Join("bin", "crds", "operator"), filepath.Join("bin", "crds", "calico")},
+		ErrorIfCRDPathMissing: true,
+	}
+	args := env.ControlPlane.GetAPIServer().Configure()
+	args.Set("audit-policy-file", policy)
+	args.Set("audit-log-path", auditLog)
+	args.Set("audit-log-mode", "blocking")
+	// The scale of a large cluster: the simulator and winready are clients
+	// like any other.
+	args.Set("max-requests-inflight", "1000")
+	return env, nil
+}
+
+// writeKubeconfigs writes a kubeconfig into workdir for each of the users
+// winready and runbook (cluster admins, told apart in the audit log) and
+// returns their paths by user.
+func writeKubeconfigs(env *envtest.Environment, restCfg *rest.Config, workdir string) (map[string]string, error) {
+	kubeconfigs := map[string]string{}
+	for _, user := range []string{"winready", "runbook"} {
+		u, err := env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, restCfg)
+		if err != nil {
+			return nil, err
+		}
+		kc, err := u.KubeConfig()
+		if err != nil {
+			return nil, err
+		}
+		kubeconfigs[user] = filepath.Join(workdir, user+".kubeconfig")
+		if err := os.WriteFile(kubeconfigs[user], kc, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return kubeconfigs, nil
 }
 
 // auditPolicy records winready's and the runbook's every request, and the

@@ -2,6 +2,7 @@ package calicosim
 
 import (
 	"context"
+	"slices"
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
@@ -104,35 +105,10 @@ func (r *coreController) reconcile(ctx context.Context, inst *operatorv1.Install
 		return false, err
 	}
 
-	// Validation runs on the defaulted spec, and an invalid one is not even defaulted.
-	defaulted := inst.Spec.DeepCopy()
-	fillCoreDefaults(defaulted, pools.Items)
-	if err := validateInstallation(defaulted, remembered); err != nil {
-		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidInstallation, err)
-		return false, nil
-	}
-	if err := r.sim.writeDefaults(ctx, inst, func(spec *operatorv1.InstallationSpec) { fillCoreDefaults(spec, pools.Items) }); err != nil {
-		r.status.setDegraded(operatorv1.ResourceUpdateError, "Failed to write defaults", err)
+	if valid, err := r.defaultAndValidate(ctx, inst, pools.Items, remembered); !valid {
 		return false, err
 	}
-
-	// Only the base is written back; the overlay is merged over it for rendering, and the merged spec is validated
-	// again (core_controller.go).
-	if err := r.sim.mergeOverlay(ctx, inst); err != nil {
-		return false, err
-	}
-	if err := validateInstallation(&inst.Spec, remembered); err != nil {
-		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidComputed, err)
-		return false, nil
-	}
-
-	enabled := 0
-	for _, p := range pools.Items {
-		if !p.Spec.Disabled {
-			enabled++
-		}
-	}
-	if enabled == 0 {
+	if !slices.ContainsFunc(pools.Items, func(p calicov3.IPPool) bool { return !p.Spec.Disabled }) {
 		r.status.setDegraded(operatorv1.ResourceNotFound, msgWaitingForPools, nil)
 		return false, nil
 	}
@@ -158,6 +134,34 @@ func (r *coreController) reconcile(ctx context.Context, inst *operatorv1.Install
 	}
 	r.status.readyToMonitor = true
 	r.status.clearDegraded()
+	return true, nil
+}
+
+// defaultAndValidate validates the defaulted spec, writes the defaults into the Installation and validates again
+// with the overlay merged over it; valid is false when a validation failed (Degraded) or a write did (err).
+func (r *coreController) defaultAndValidate(ctx context.Context, inst *operatorv1.Installation, pools []calicov3.IPPool,
+	remembered serviceEndpoint) (valid bool, err error) {
+	// Validation runs on the defaulted spec, and an invalid one is not even defaulted.
+	defaulted := inst.Spec.DeepCopy()
+	fillCoreDefaults(defaulted, pools)
+	if err := validateInstallation(defaulted, remembered); err != nil {
+		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidInstallation, err)
+		return false, nil
+	}
+	if err := r.sim.writeDefaults(ctx, inst, func(spec *operatorv1.InstallationSpec) { fillCoreDefaults(spec, pools) }); err != nil {
+		r.status.setDegraded(operatorv1.ResourceUpdateError, "Failed to write defaults", err)
+		return false, err
+	}
+
+	// Only the base is written back; the overlay is merged over it for rendering, and the merged spec is validated
+	// again (core_controller.go).
+	if err := r.sim.mergeOverlay(ctx, inst); err != nil {
+		return false, err
+	}
+	if err := validateInstallation(&inst.Spec, remembered); err != nil {
+		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidComputed, err)
+		return false, nil
+	}
 	return true, nil
 }
 

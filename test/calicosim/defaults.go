@@ -33,18 +33,7 @@ func fillCoreDefaults(spec *operatorv1.InstallationSpec, pools []calicov3.IPPool
 	if spec.Variant == "" {
 		spec.Variant = operatorv1.Calico
 	}
-	if spec.CNI == nil {
-		spec.CNI = &operatorv1.CNISpec{}
-	}
-	if spec.CNI.Type == "" {
-		spec.CNI.Type = operatorv1.PluginCalico
-	}
-	if spec.CNI.IPAM == nil {
-		spec.CNI.IPAM = &operatorv1.IPAMSpec{}
-	}
-	if spec.CNI.IPAM.Type == "" {
-		spec.CNI.IPAM.Type = operatorv1.IPAMPluginCalico
-	}
+	fillCNIDefaults(spec)
 	if spec.CalicoNetwork == nil {
 		spec.CalicoNetwork = &operatorv1.CalicoNetworkSpec{}
 	}
@@ -74,18 +63,7 @@ func fillCoreDefaults(spec *operatorv1.InstallationSpec, pools []calicov3.IPPool
 	setIfNil(&spec.CNI.ConfDir, "/etc/cni/net.d")
 	setIfNil(&spec.CNI.BinDir, "/opt/cni/bin")
 	if spec.CNI.Type == operatorv1.PluginCalico {
-		setIfNil(&cn.HostPorts, operatorv1.HostPortsEnabled)
-		setIfNil(&cn.MultiInterfaceMode, operatorv1.MultiInterfaceModeNone)
-		if spec.Logging == nil {
-			spec.Logging = &operatorv1.Logging{}
-		}
-		if spec.Logging.CNI == nil {
-			spec.Logging.CNI = &operatorv1.CNILogging{}
-		}
-		setIfNil(&spec.Logging.CNI.LogSeverity, operatorv1.LogLevelInfo)
-		setIfNil(&spec.Logging.CNI.LogFileMaxCount, uint32(10))
-		setIfNil(&spec.Logging.CNI.LogFileMaxAgeDays, uint32(30))
-		setIfNil(&spec.Logging.CNI.LogFileMaxSize, resource.MustParse("100Mi"))
+		fillCalicoCNIDefaults(spec)
 	}
 	setIfNil(&spec.ControlPlaneReplicas, int32(2))
 	setIfEmpty(&spec.FlexVolumePath, "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/")
@@ -97,6 +75,40 @@ func fillCoreDefaults(spec *operatorv1.InstallationSpec, pools []calicov3.IPPool
 	if spec.NodeUpdateStrategy.Type == "" {
 		spec.NodeUpdateStrategy.Type = appsv1.RollingUpdateDaemonSetStrategyType
 	}
+}
+
+// fillCNIDefaults sets the CNI plugin and IPAM: Calico's.
+func fillCNIDefaults(spec *operatorv1.InstallationSpec) {
+	if spec.CNI == nil {
+		spec.CNI = &operatorv1.CNISpec{}
+	}
+	if spec.CNI.Type == "" {
+		spec.CNI.Type = operatorv1.PluginCalico
+	}
+	if spec.CNI.IPAM == nil {
+		spec.CNI.IPAM = &operatorv1.IPAMSpec{}
+	}
+	if spec.CNI.IPAM.Type == "" {
+		spec.CNI.IPAM.Type = operatorv1.IPAMPluginCalico
+	}
+}
+
+// fillCalicoCNIDefaults sets what fillDefaults sets for the Calico CNI plugin: host ports, multi-interface mode
+// and the CNI's logging.
+func fillCalicoCNIDefaults(spec *operatorv1.InstallationSpec) {
+	cn := spec.CalicoNetwork
+	setIfNil(&cn.HostPorts, operatorv1.HostPortsEnabled)
+	setIfNil(&cn.MultiInterfaceMode, operatorv1.MultiInterfaceModeNone)
+	if spec.Logging == nil {
+		spec.Logging = &operatorv1.Logging{}
+	}
+	if spec.Logging.CNI == nil {
+		spec.Logging.CNI = &operatorv1.CNILogging{}
+	}
+	setIfNil(&spec.Logging.CNI.LogSeverity, operatorv1.LogLevelInfo)
+	setIfNil(&spec.Logging.CNI.LogFileMaxCount, uint32(10))
+	setIfNil(&spec.Logging.CNI.LogFileMaxAgeDays, uint32(30))
+	setIfNil(&spec.Logging.CNI.LogFileMaxSize, resource.MustParse("100Mi"))
 }
 
 // fillPoolDefaults sets what the IP pool controller defaults (fillDefaults in pkg/controller/ippool/defaults.go),

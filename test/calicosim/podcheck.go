@@ -24,6 +24,7 @@ import (
 // DataplaneFault is how a test breaks the simulated pod network.
 type DataplaneFault string
 
+// The faults a test may set.
 const (
 	// FaultNone: every check passes.
 	FaultNone DataplaneFault = ""

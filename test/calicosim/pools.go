@@ -96,12 +96,39 @@ func (r *poolController) reconcile(ctx context.Context, inst *operatorv1.Install
 	}
 	desired := inst.Spec.CalicoNetwork.IPPools
 	apiAvailable := r.sim.apiAvailable()
+	ours, notOurs := ownedPools(current.Items, desired)
+	// Without a working v3 API the operator writes pools only to bootstrap a cluster that has none.
+	writes, notOwned, ok := r.poolWrites(desired, ours, notOurs, apiAvailable || len(current.Items) == 0)
+	if !ok {
+		return nil
+	}
 
-	// Pools are ours when labelled, or when they match an Installation pool exactly (adoption after upgrades).
-	ours := map[string]*calicov3.IPPool{}
-	notOurs := map[string]bool{}
-	for i := range current.Items {
-		p := &current.Items[i]
+	var deletes []*calicov3.IPPool
+	for cidr, p := range ours {
+		if !containsCIDR(desired, cidr) {
+			if !apiAvailable {
+				r.status.setDegraded(operatorv1.ResourceNotReady, msgPoolDeleteUnavailable, nil)
+				return nil
+			}
+			deletes = append(deletes, p)
+		}
+	}
+	if err := r.applyPools(ctx, writes, deletes); err != nil {
+		return err
+	}
+	r.status.readyToMonitor = true
+	if !notOwned {
+		r.status.clearDegraded()
+	}
+	return nil
+}
+
+// ownedPools splits the cluster's pools by CIDR into the operator's and the others. Pools are the operator's when
+// labelled, or when they match an Installation pool exactly (adoption after upgrades).
+func ownedPools(current []calicov3.IPPool, desired []operatorv1.IPPool) (ours map[string]*calicov3.IPPool, notOurs map[string]bool) {
+	ours, notOurs = map[string]*calicov3.IPPool{}, map[string]bool{}
+	for i := range current {
+		p := &current[i]
 		if p.Labels[managedByLabel] == managedByValue {
 			ours[p.Spec.CIDR] = p
 			continue
@@ -115,9 +142,13 @@ func (r *poolController) reconcile(ctx context.Context, inst *operatorv1.Install
 			notOurs[p.Spec.CIDR] = true
 		}
 	}
+	return ours, notOurs
+}
 
-	var writes []*calicov3.IPPool
-	notOwned := false
+// poolWrites are the pools to create or update so that the cluster holds the desired ones. notOwned says a desired
+// CIDR is held by a pool that is not the operator's; ok is false when a write is needed that mayWrite forbids.
+func (r *poolController) poolWrites(desired []operatorv1.IPPool, ours map[string]*calicov3.IPPool, notOurs map[string]bool,
+	mayWrite bool) (writes []*calicov3.IPPool, notOwned, ok bool) {
 	for _, d := range desired {
 		want := toIPPool(d)
 		if notOurs[d.CIDR] {
@@ -129,10 +160,9 @@ func (r *poolController) reconcile(ctx context.Context, inst *operatorv1.Install
 		if cur != nil && poolMatches(cur, want) {
 			continue
 		}
-		// Without a working v3 API the operator writes pools only to bootstrap a cluster that has none.
-		if !apiAvailable && len(current.Items) != 0 {
+		if !mayWrite {
 			r.status.setDegraded(operatorv1.ResourceNotReady, msgPoolsAPIUnavailable, nil)
-			return nil
+			return nil, notOwned, false
 		}
 		if cur != nil {
 			updated := cur.DeepCopy()
@@ -145,18 +175,11 @@ func (r *poolController) reconcile(ctx context.Context, inst *operatorv1.Install
 		}
 		writes = append(writes, want)
 	}
+	return writes, notOwned, true
+}
 
-	var deletes []*calicov3.IPPool
-	for cidr, p := range ours {
-		if !containsCIDR(desired, cidr) {
-			if !apiAvailable {
-				r.status.setDegraded(operatorv1.ResourceNotReady, msgPoolDeleteUnavailable, nil)
-				return nil
-			}
-			deletes = append(deletes, p)
-		}
-	}
-
+// applyPools makes the writes, then the deletions.
+func (r *poolController) applyPools(ctx context.Context, writes, deletes []*calicov3.IPPool) error {
 	for _, p := range writes {
 		var err error
 		if p.ResourceVersion == "" {
@@ -174,10 +197,6 @@ func (r *poolController) reconcile(ctx context.Context, inst *operatorv1.Install
 			r.status.setDegraded(operatorv1.ResourceUpdateError, "Error deleting IPPools", err)
 			return err
 		}
-	}
-	r.status.readyToMonitor = true
-	if !notOwned {
-		r.status.clearDegraded()
 	}
 	return nil
 }

@@ -102,6 +102,21 @@ const kubeDNSClusterIP = "10.96.0.10"
 // status.computed. A running simulator finds nothing to change. Objects the simulator also writes are created
 // before the Installation, so that a running simulator finds them in place.
 func Seed(ctx context.Context, c client.Client, cl Cluster) error {
+	if err := seedBase(ctx, c, cl); err != nil {
+		return err
+	}
+	// What the operator made of the spec on an earlier run: pools and calico-node follow the defaulted spec.
+	spec := installationSpec(cl)
+	defaulted, err := seedRendered(ctx, c, cl, spec)
+	if err != nil {
+		return err
+	}
+	return seedInstallation(ctx, c, cl, spec, defaulted)
+}
+
+// seedBase creates what the cluster holds besides what the operator renders from the Installation: namespaces,
+// nodes, kube-dns, the ConfigMaps, the IPAM configuration and FelixConfiguration default.
+func seedBase(ctx context.Context, c client.Client, cl Cluster) error {
 	for _, ns := range []string{calicoNamespace, operatorNamespace, kubeSystem} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating namespace %s: %w", ns, err)
@@ -145,12 +160,12 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 	// The core controller's FelixConfiguration defaults, from an earlier run.
 	felix := &calicov3.FelixConfiguration{ObjectMeta: metav1.ObjectMeta{Name: felixConfigName},
 		Spec: calicov3.FelixConfigurationSpec{VXLANVNI: ptrTo(defaultVXLANVNI), VXLANPort: ptrTo(defaultVXLANPort)}}
-	if err := create(ctx, c, felix); err != nil {
-		return err
-	}
+	return create(ctx, c, felix)
+}
 
-	// What the operator made of the spec on an earlier run: pools and calico-node follow the defaulted spec.
-	spec := installationSpec(cl)
+// seedRendered creates what the operator renders from spec: the IPPools, calico-node rolled out and the
+// TigeraStatuses; it returns the spec defaulted as the operator defaults it.
+func seedRendered(ctx context.Context, c client.Client, cl Cluster, spec *operatorv1.InstallationSpec) (*operatorv1.InstallationSpec, error) {
 	defaulted := spec.DeepCopy()
 	fillCoreDefaults(defaulted, nil)
 	fillPoolDefaults(defaulted, nil)
@@ -158,7 +173,7 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 	for _, p := range defaulted.CalicoNetwork.IPPools {
 		pool := toIPPool(p)
 		if err := create(ctx, c, pool); err != nil {
-			return err
+			return nil, err
 		}
 		pools = append(pools, *pool)
 	}
@@ -170,24 +185,29 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 	}
 	rendered, err := podEnvironment(ctx, c, cm)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ds := renderCalicoNode(defaulted, rendered)
 	metav1.SetMetaDataAnnotation(&ds.ObjectMeta, seededAnnotation, "running")
 	if err := create(ctx, c, ds); err != nil {
-		return err
+		return nil, err
 	}
 	if err := finishRollout(ctx, c, ds, cl.Nodes); err != nil {
-		return err
+		return nil, err
 	}
 
 	const generation = 1 // of the Installation about to be created
 	for name, gen := range map[string]int64{StatusCalico: generation, StatusIPPools: generation, StatusAPIServer: 0} {
 		if err := createAvailableStatus(ctx, c, name, gen); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return defaulted, nil
+}
 
+// seedInstallation creates the Installation, as the user wrote it (cl.AsWritten) or defaulted, with its
+// status.computed, and the overlay.
+func seedInstallation(ctx context.Context, c client.Client, cl Cluster, spec, defaulted *operatorv1.InstallationSpec) error {
 	if !cl.AsWritten {
 		spec = defaulted.DeepCopy()
 	}

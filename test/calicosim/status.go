@@ -84,40 +84,14 @@ func (m *statusManager) available(h health) bool {
 // conditions computes what the TigeraStatus should say, starting from what it says now, the way the operator's
 // updateStatus does (including which conditions it leaves alone before ReadyToMonitor).
 func (m *statusManager) conditions(current []operatorv1.TigeraStatusCondition, h health, now time.Time) []operatorv1.TigeraStatusCondition {
-	cond := func(t operatorv1.StatusConditionType, s operatorv1.ConditionStatus, reason, msg string) operatorv1.TigeraStatusCondition {
-		return operatorv1.TigeraStatusCondition{Type: t, Status: s, Reason: reason, Message: msg}
-	}
 	var set []operatorv1.TigeraStatusCondition
-	if m.readyToMonitor {
-		available := m.available(h)
-		progressing := len(h.progressing) != 0 && len(h.failing) == 0
-		isDegraded := m.degraded != nil || len(h.failing) != 0
-		switch {
-		case available:
-			set = append(set, cond(operatorv1.ComponentAvailable, operatorv1.ConditionTrue, string(operatorv1.AllObjectsAvailable), allObjectsAvailableMsg))
-		default:
-			set = append(set, cond(operatorv1.ComponentAvailable, operatorv1.ConditionFalse, reasonUnknown, ""))
-		}
-		switch {
-		case progressing:
-			set = append(set, cond(operatorv1.ComponentProgressing, operatorv1.ConditionTrue, string(operatorv1.ResourceNotReady), strings.Join(h.progressing, "\n")))
-		case available:
-			set = append(set, cond(operatorv1.ComponentProgressing, operatorv1.ConditionFalse, string(operatorv1.AllObjectsAvailable), allObjectsAvailableMsg))
-		default:
-			set = append(set, cond(operatorv1.ComponentProgressing, operatorv1.ConditionFalse, reasonUnknown, ""))
-		}
-		switch {
-		case isDegraded:
-			set = append(set, cond(operatorv1.ComponentDegraded, operatorv1.ConditionTrue, string(m.degradedReason(h)), m.degradedMessage(h)))
-		case available:
-			set = append(set, cond(operatorv1.ComponentDegraded, operatorv1.ConditionFalse, string(operatorv1.AllObjectsAvailable), allObjectsAvailableMsg))
-		default:
-			set = append(set, cond(operatorv1.ComponentDegraded, operatorv1.ConditionFalse, reasonUnknown, ""))
-		}
-	} else if m.degraded != nil {
-		set = append(set, cond(operatorv1.ComponentDegraded, operatorv1.ConditionTrue, string(m.degraded.reason), m.degraded.message))
-	} else {
-		set = append(set, cond(operatorv1.ComponentDegraded, operatorv1.ConditionFalse, reasonUnknown, ""))
+	switch {
+	case m.readyToMonitor:
+		set = m.monitoredConditions(h)
+	case m.degraded != nil:
+		set = append(set, tigeraCondition(operatorv1.ComponentDegraded, operatorv1.ConditionTrue, string(m.degraded.reason), m.degraded.message))
+	default:
+		set = append(set, tigeraCondition(operatorv1.ComponentDegraded, operatorv1.ConditionFalse, reasonUnknown, ""))
 	}
 
 	out := append([]operatorv1.TigeraStatusCondition(nil), current...)
@@ -142,6 +116,42 @@ func (m *statusManager) conditions(current []operatorv1.TigeraStatusCondition, h
 		}
 	}
 	return out
+}
+
+// monitoredConditions are Available, Progressing and Degraded once the
+// operator monitors the component's objects.
+func (m *statusManager) monitoredConditions(h health) []operatorv1.TigeraStatusCondition {
+	available := m.available(h)
+	progressing := len(h.progressing) != 0 && len(h.failing) == 0
+	isDegraded := m.degraded != nil || len(h.failing) != 0
+	var set []operatorv1.TigeraStatusCondition
+	switch {
+	case available:
+		set = append(set, tigeraCondition(operatorv1.ComponentAvailable, operatorv1.ConditionTrue, string(operatorv1.AllObjectsAvailable), allObjectsAvailableMsg))
+	default:
+		set = append(set, tigeraCondition(operatorv1.ComponentAvailable, operatorv1.ConditionFalse, reasonUnknown, ""))
+	}
+	switch {
+	case progressing:
+		set = append(set, tigeraCondition(operatorv1.ComponentProgressing, operatorv1.ConditionTrue, string(operatorv1.ResourceNotReady), strings.Join(h.progressing, "\n")))
+	case available:
+		set = append(set, tigeraCondition(operatorv1.ComponentProgressing, operatorv1.ConditionFalse, string(operatorv1.AllObjectsAvailable), allObjectsAvailableMsg))
+	default:
+		set = append(set, tigeraCondition(operatorv1.ComponentProgressing, operatorv1.ConditionFalse, reasonUnknown, ""))
+	}
+	switch {
+	case isDegraded:
+		set = append(set, tigeraCondition(operatorv1.ComponentDegraded, operatorv1.ConditionTrue, string(m.degradedReason(h)), m.degradedMessage(h)))
+	case available:
+		set = append(set, tigeraCondition(operatorv1.ComponentDegraded, operatorv1.ConditionFalse, string(operatorv1.AllObjectsAvailable), allObjectsAvailableMsg))
+	default:
+		set = append(set, tigeraCondition(operatorv1.ComponentDegraded, operatorv1.ConditionFalse, reasonUnknown, ""))
+	}
+	return set
+}
+
+func tigeraCondition(t operatorv1.StatusConditionType, s operatorv1.ConditionStatus, reason, msg string) operatorv1.TigeraStatusCondition {
+	return operatorv1.TigeraStatusCondition{Type: t, Status: s, Reason: reason, Message: msg}
 }
 
 func (m *statusManager) degradedReason(h health) operatorv1.TigeraStatusReason {

@@ -77,56 +77,17 @@ func (r *windowsController) Reconcile(ctx context.Context, _ reconcile.Request) 
 // status, validation, spec.windowsNodes, FelixConfiguration, the IPAM configuration's strictAffinity, the cluster
 // DNS Service of the provider and the VXLAN VNI; the first one missing is the Degraded message.
 func (r *windowsController) reconcile(ctx context.Context, inst *operatorv1.Installation) error {
-	cm := &corev1.ConfigMap{}
-	if err := r.sim.reader.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: servicesEndpointCM}, cm); err != nil {
-		// PopulateK8sServiceEndPoint ignores a missing ConfigMap; the Windows controller checks for it first.
-		r.status.setDegraded(operatorv1.ResourceReadError, msgServicesEndpointRead, err)
-		return client.IgnoreNotFound(err)
-	}
-	ep, err := r.sim.populateEndpoint(ctx, inst, cm)
-	if err != nil {
-		r.status.setDegraded(operatorv1.ResourceReadError, msgServicesEndpointRead, err)
+	ep, ok, err := r.validInstallation(ctx, inst)
+	if !ok {
 		return err
-	}
-	if inst.Status.Variant == "" && inst.Status.Computed == nil {
-		r.status.setDegraded(operatorv1.ResourceNotReady, msgInstallationStatusEmpty, errors.New(msgInstallationStatusEmpty))
-		return nil
-	}
-	if err := validateInstallation(&inst.Spec, ep); err != nil {
-		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidInstallation, err)
-		return nil
-	}
-	// The overlay is merged after validation, and the merged spec validated again (windows_controller.go).
-	if err := r.sim.mergeOverlay(ctx, inst); err != nil {
-		r.status.setDegraded(operatorv1.ResourceReadError, "An error occurred when querying the 'overlay' Installation resource", err)
-		return err
-	}
-	if err := validateInstallation(&inst.Spec, ep); err != nil {
-		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidInstallation, err)
-		return nil
-	}
-	if inst.Spec.WindowsNodes == nil {
-		// Core defaulting has not written spec.windowsNodes yet; its patch wakes this controller again.
-		r.status.setDegraded(operatorv1.ResourceNotReady, msgWindowsNodesNil, errors.New(msgWindowsNodesNil))
-		return nil
 	}
 	felix := &calicov3.FelixConfiguration{}
 	if err := r.sim.reader.Get(ctx, types.NamespacedName{Name: felixConfigName}, felix); client.IgnoreNotFound(err) != nil {
 		r.status.setDegraded(operatorv1.ResourceReadError, "Unable to read FelixConfiguration", err)
 		return err
 	}
-	if cni := inst.Spec.CNI; cni != nil && cni.Type == operatorv1.PluginCalico && cni.IPAM != nil && cni.IPAM.Type == operatorv1.IPAMPluginCalico {
-		ipam := &calicov3.IPAMConfiguration{}
-		err := r.sim.reader.Get(ctx, types.NamespacedName{Name: ipamConfigName}, ipam)
-		if err != nil && !apierrors.IsNotFound(err) {
-			r.status.setDegraded(operatorv1.ResourceReadError, "Unable to read IPAMConfiguration", err)
-			return err
-		}
-		// A missing IPAMConfiguration reads as strictAffinity false.
-		if !ipam.Spec.StrictAffinity {
-			r.status.setDegraded(operatorv1.ResourceReadError, msgStrictAffinity, errors.New(errStrictAffinity))
-			return nil
-		}
+	if ok, err := r.strictAffinity(ctx, inst); !ok {
+		return err
 	}
 	// The operator looks the DNS Service up by the provider it detected, which it also writes into the
 	// Installation's spec.kubernetesProvider; the simulator detects nothing and takes the spec's.
@@ -160,6 +121,66 @@ func (r *windowsController) reconcile(ctx context.Context, inst *operatorv1.Inst
 	return nil
 }
 
+// validInstallation checks the first prerequisites: the services endpoint ConfigMap, the Installation status,
+// validation before and after the overlay is merged, and spec.windowsNodes. ok is false when one is missing (the
+// status is Degraded, and err set when it is worth a retry); ep is the API server address calico-node-windows gets.
+func (r *windowsController) validInstallation(ctx context.Context, inst *operatorv1.Installation) (ep serviceEndpoint, ok bool, err error) {
+	cm := &corev1.ConfigMap{}
+	if err := r.sim.reader.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: servicesEndpointCM}, cm); err != nil {
+		// PopulateK8sServiceEndPoint ignores a missing ConfigMap; the Windows controller checks for it first.
+		r.status.setDegraded(operatorv1.ResourceReadError, msgServicesEndpointRead, err)
+		return ep, false, client.IgnoreNotFound(err)
+	}
+	if ep, err = r.sim.populateEndpoint(ctx, inst, cm); err != nil {
+		r.status.setDegraded(operatorv1.ResourceReadError, msgServicesEndpointRead, err)
+		return ep, false, err
+	}
+	if inst.Status.Variant == "" && inst.Status.Computed == nil {
+		r.status.setDegraded(operatorv1.ResourceNotReady, msgInstallationStatusEmpty, errors.New(msgInstallationStatusEmpty))
+		return ep, false, nil
+	}
+	if err := validateInstallation(&inst.Spec, ep); err != nil {
+		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidInstallation, err)
+		return ep, false, nil
+	}
+	// The overlay is merged after validation, and the merged spec validated again (windows_controller.go).
+	if err := r.sim.mergeOverlay(ctx, inst); err != nil {
+		r.status.setDegraded(operatorv1.ResourceReadError, "An error occurred when querying the 'overlay' Installation resource", err)
+		return ep, false, err
+	}
+	if err := validateInstallation(&inst.Spec, ep); err != nil {
+		r.status.setDegraded(operatorv1.InvalidConfigurationError, msgInvalidInstallation, err)
+		return ep, false, nil
+	}
+	if inst.Spec.WindowsNodes == nil {
+		// Core defaulting has not written spec.windowsNodes yet; its patch wakes this controller again.
+		r.status.setDegraded(operatorv1.ResourceNotReady, msgWindowsNodesNil, errors.New(msgWindowsNodesNil))
+		return ep, false, nil
+	}
+	return ep, true, nil
+}
+
+// strictAffinity checks, with Calico IPAM, that the IPAM configuration sets strictAffinity; ok is false (and the
+// status Degraded) when it does not or cannot be read.
+func (r *windowsController) strictAffinity(ctx context.Context, inst *operatorv1.Installation) (ok bool, err error) {
+	cni := inst.Spec.CNI
+	if cni == nil || cni.Type != operatorv1.PluginCalico || cni.IPAM == nil || cni.IPAM.Type != operatorv1.IPAMPluginCalico {
+		return true, nil
+	}
+	ipam := &calicov3.IPAMConfiguration{}
+	err = r.sim.reader.Get(ctx, types.NamespacedName{Name: ipamConfigName}, ipam)
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.status.setDegraded(operatorv1.ResourceReadError, "Unable to read IPAMConfiguration", err)
+		return false, err
+	}
+	// A missing IPAMConfiguration reads as strictAffinity false.
+	if !ipam.Spec.StrictAffinity {
+		r.status.setDegraded(operatorv1.ResourceReadError, msgStrictAffinity, errors.New(errStrictAffinity))
+		return false, nil
+	}
+	return true, nil
+}
+
 // dnsService is the cluster DNS Service the operator's Windows controller reads for a provider (pkg/controller/utils
 // GetDNSServiceName).
 func dnsService(provider operatorv1.Provider) types.NamespacedName {
@@ -191,7 +212,7 @@ func dnsServiceOfAnyProvider() predicate.Predicate {
 func (s *Simulator) windowsImageSet(ctx context.Context) (string, error) {
 	list := &operatorv1.ImageSetList{}
 	if err := s.reader.List(ctx, list); err != nil {
-		return "", fmt.Errorf("failed to get imageset list: %s", err)
+		return "", fmt.Errorf("failed to get imageset list: %w", err)
 	}
 	for _, is := range list.Items {
 		if is.Name != "calico-"+calicoVersion {

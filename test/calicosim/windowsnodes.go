@@ -27,6 +27,7 @@ import (
 // WindowsPod is how the calico-node-windows pod on a Windows node behaves.
 type WindowsPod string
 
+// How calico-node-windows pods behave.
 const (
 	// WindowsPodReady (the default): install-cni runs, node and felix start and turn Ready, the node claims an
 	// IPAM block for its VXLAN tunnel address and the kubelet reports the node Ready once the CNI is in place.
@@ -206,7 +207,8 @@ func (r *windowsNodeAgent) setNodeReady(ctx context.Context, node *corev1.Node, 
 		}
 		conds = append(conds, c)
 	}
-	node.Status.Conditions = append(conds, want)
+	conds = append(conds, want)
+	node.Status.Conditions = conds
 	return r.sim.updateStatus(ctx, node)
 }
 

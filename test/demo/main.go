@@ -25,15 +25,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
 )
@@ -76,19 +79,7 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 		return fmt.Errorf("starting the control plane (run make envtest-assets first): %w", err)
 	}
 	defer func() { err = errors.Join(err, env.Stop()) }()
-
-	user, err := env.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(kubeconfigPath), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+	if err := writeKubeconfig(env, kubeconfigPath); err != nil {
 		return err
 	}
 
@@ -100,7 +91,45 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := seed(ctx, c); err != nil {
+		return err
+	}
+	r, managers, err := newManagers(cfg, scheme)
+	if err != nil {
+		return err
+	}
+	errs := make(chan error, len(managers))
+	for _, m := range managers {
+		go func() { errs <- m.Start(mgrCtx) }()
+	}
+	defer func() {
+		stopManagers()
+		for range managers {
+			err = errors.Join(err, <-errs)
+		}
+	}()
+	return watchUntilReady(ctx, c, scheme, r.Writes, exitWhenReady, kubeconfigPath)
+}
 
+// writeKubeconfig writes a kubeconfig of an admin of env's control plane for
+// kubectl.
+func writeKubeconfig(env *envtest.Environment, path string) error {
+	user, err := env.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, kubeconfig, 0o600)
+}
+
+// seed creates the namespaces and the usual Calico cluster.
+func seed(ctx context.Context, c client.Client) error {
 	fmt.Println("seeding the Calico cluster: 3 Linux nodes, pool 172.20.0.0/16 VXLANCrossSubnet, BGP Enabled, strictAffinity off")
 	for _, ns := range []string{operatorNamespace, preflight.DefaultProbeNamespace} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -110,6 +139,12 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	if err := calicosim.Seed(ctx, c, calicosim.MainCluster()); err != nil {
 		return fmt.Errorf("seeding: %w", err)
 	}
+	return nil
+}
+
+// newManagers returns winready's reconciler, and the managers to start: the
+// simulated Tigera operator's and winready's.
+func newManagers(cfg *rest.Config, scheme *runtime.Scheme) (*controllers.Reconciler, []manager.Manager, error) {
 	// The simulated Tigera operator runs with a status lag and a per-node
 	// rollout pace closer to a real cluster than the test suites use.
 	// The simulated nodes answer the UDP 4789 probe through the same API as
@@ -117,33 +152,30 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	simMgr, _, _, err := calicosim.NewManager(cfg, scheme,
 		calicosim.Options{RolloutStep: 300 * time.Millisecond, StatusLag: 200 * time.Millisecond}, preflight.DefaultProbeNamespace)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 
-	// winready's manager, wired as main.go wires it.
+	// winready's manager, wired as internal/cli (runManager) wires it.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Cache:   controllers.CacheOptions(preflight.DefaultProbeNamespace),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	r, err := controllers.Setup(mgr, controllers.Options{Namespace: operatorNamespace, ProbeNamespace: preflight.DefaultProbeNamespace,
 		ProbeImage: "winready:test"})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	errs := make(chan error, 2)
-	go func() { errs <- simMgr.Start(mgrCtx) }()
-	go func() { errs <- mgr.Start(mgrCtx) }()
-	defer func() {
-		stopManagers()
-		for range 2 {
-			err = errors.Join(err, <-errs)
-		}
-	}()
+	return r, []manager.Manager{simMgr, mgr}, nil
+}
 
+// watchUntilReady applies config/samples and prints the WindowsReadiness at
+// each change until it is Ready (with exitWhenReady) or ctx ends.
+func watchUntilReady(ctx context.Context, c client.WithWatch, scheme *runtime.Scheme, writes *metrics.WriteCounter,
+	exitWhenReady bool, kubeconfigPath string) error {
 	sample, err := readSample(scheme)
 	if err != nil {
 		return err
@@ -184,26 +216,32 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 			}
 			last = shown
 			tbl.row(row[0], row[1], row[2], row[3], time.Since(start).Round(10*time.Millisecond).String(), row[4])
-			if wr.Status.Phase == v1alpha1.PhaseReady {
-				calico, own := 0, 0
-				for key, n := range r.Writes.Snapshot() {
-					if strings.HasPrefix(key, "Installation ") || strings.HasPrefix(key, "IPAMConfiguration ") ||
-						strings.Contains(key, " tigera-operator ") {
-						calico += n
-					} else {
-						own += n
-					}
-				}
-				fmt.Printf("\nReady in %s. winready's API writes: %d to Calico's objects, %d to its own (originals record, probe round): %v\n",
-					time.Since(start).Round(10*time.Millisecond), calico, own, r.Writes.Snapshot())
-				if exitWhenReady {
-					return nil
-				}
-				fmt.Printf("look around with: kubectl --kubeconfig %s get wr,installation,ippools,tigerastatus\n", kubeconfigPath)
-				fmt.Println("press Ctrl-C to stop")
+			if wr.Status.Phase != v1alpha1.PhaseReady {
+				continue
 			}
+			printWrites(writes.Snapshot(), time.Since(start))
+			if exitWhenReady {
+				return nil
+			}
+			fmt.Printf("look around with: kubectl --kubeconfig %s get wr,installation,ippools,tigerastatus\n", kubeconfigPath)
+			fmt.Println("press Ctrl-C to stop")
 		}
 	}
+}
+
+// printWrites says how long the migration took and what winready wrote.
+func printWrites(writes map[string]int, took time.Duration) {
+	calico, own := 0, 0
+	for key, n := range writes {
+		if strings.HasPrefix(key, "Installation ") || strings.HasPrefix(key, "IPAMConfiguration ") ||
+			strings.Contains(key, " tigera-operator ") {
+			calico += n
+		} else {
+			own += n
+		}
+	}
+	fmt.Printf("\nReady in %s. winready's API writes: %d to Calico's objects, %d to its own (originals record, probe round): %v\n",
+		took.Round(10*time.Millisecond), calico, own, writes)
 }
 
 // table prints the watch as `kubectl get wr -w` does, but with every column

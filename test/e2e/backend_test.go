@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -101,11 +102,14 @@ func (b *simBackend) Replacements(context.Context, client.Client) (func() map[st
 }
 
 func (b *simBackend) Stop() error {
+	var simErr error
 	if b.cancel != nil {
 		b.cancel()
-		<-b.done
+		if err := <-b.done; err != nil {
+			simErr = fmt.Errorf("simulator: %w", err)
+		}
 	}
-	return b.env.Stop()
+	return errors.Join(simErr, b.env.Stop())
 }
 
 // process is a binary the suite runs, stopped with SIGTERM.
@@ -146,8 +150,12 @@ func (p *process) Stop() error {
 	}
 	p.stopped = true
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
+	done := make(chan struct{})
+	go func() {
+		// Stopped by a signal, the process's exit status says nothing new.
+		_ = p.cmd.Wait()
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):

@@ -52,9 +52,9 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 	if err := os.MkdirAll(crds, 0o755); err != nil {
 		return nil, err
 	}
-	print := exec.Command(binPath("e2e", "tigera-operator"), "--print-calico-crds", "all")
-	print.Env = append(os.Environ(), "CALICO_API_GROUP=projectcalico.org/v3")
-	out, err := print.Output()
+	printCRDs := exec.Command(binPath("e2e", "tigera-operator"), "--print-calico-crds", "all")
+	printCRDs.Env = append(os.Environ(), "CALICO_API_GROUP=projectcalico.org/v3")
+	out, err := printCRDs.Output()
 	if err != nil {
 		return nil, fmt.Errorf("printing Calico's CRDs (run make e2e-binaries): %w", err)
 	}
@@ -95,8 +95,11 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 	}
 	k8sBin := binPath("k8s", "1.37.2")
 	stages, err := filepath.Glob(binPath("e2e", "kwok-stages", "*.yaml"))
-	if err != nil || len(stages) == 0 {
-		return nil, fmt.Errorf("no kwok stages in bin/e2e/kwok-stages (run make e2e-binaries): %v", err)
+	if err != nil {
+		return nil, fmt.Errorf("listing bin/e2e/kwok-stages: %w", err)
+	}
+	if len(stages) == 0 {
+		return nil, errors.New("no kwok stages in bin/e2e/kwok-stages (run make e2e-binaries)")
 	}
 	kwokArgs := []string{"--kubeconfig", kubeconfig, "--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=fake", "--node-port=0", "--server-address=",

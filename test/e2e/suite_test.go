@@ -22,12 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/winready/winready/controllers"
 )
-
-const operatorNamespace = "winready-system"
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -130,15 +127,4 @@ func forbiddenInLogs() []string {
 		}
 	}
 	return refused
-}
-
-// envOf is the envtest environment a backend runs its control plane with.
-func envOf(b backend) *envtest.Environment {
-	switch t := b.(type) {
-	case *simBackend:
-		return t.env
-	case *realBackend:
-		return t.env
-	}
-	return nil
 }

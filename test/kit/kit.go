@@ -168,7 +168,7 @@ func environment(opts Options) (*envtest.Environment, error) {
 }
 
 // run starts the simulated Tigera operator, waits for the seeded cluster to
-// be at rest, then starts winready's manager as main.go wires it.
+// be at rest, then starts winready's manager as internal/cli wires it.
 func (c *Cluster) run(ctx context.Context) error {
 	for _, ns := range []string{Namespace, preflight.DefaultProbeNamespace} {
 		err := c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -76,9 +76,11 @@ func runProbe(args []string) error {
 			Labels: preflight.ReportLabels(np.Round)},
 		Data: data,
 	}
-	if err := c.Create(ctx, report); apierrors.IsAlreadyExists(err) {
+	err = c.Create(ctx, report)
+	if apierrors.IsAlreadyExists(err) {
 		err = c.Update(ctx, report)
-	} else if err != nil {
+	}
+	if err != nil {
 		return fmt.Errorf("writing the probe report: %w", err)
 	}
 	// The DaemonSet restarts an exited agent: wait for the operator to remove

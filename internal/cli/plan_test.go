@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -112,7 +112,7 @@ func TestReadOnlyConfig(t *testing.T) {
 		mu      sync.Mutex
 		methods []string
 	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		methods = append(methods, r.Method)
@@ -152,9 +152,10 @@ func TestPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
+	root := filepath.Join("..", "..") // the repository's, from this package's directory
 	env := &envtest.Environment{
-		CRDDirectoryPaths: []string{filepath.Join("config", "crd", "bases"),
-			filepath.Join("bin", "crds", "operator"), filepath.Join("bin", "crds", "calico")},
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases"),
+			filepath.Join(root, "bin", "crds", "operator"), filepath.Join(root, "bin", "crds", "calico")},
 		ErrorIfCRDPathMissing: true,
 	}
 	cfg, err := env.Start()

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -27,17 +27,9 @@ import (
 // pods on other nodes, runs its checks and reports them. It runs on the pod
 // network with the restricted Pod Security level.
 func runPodCheck(args []string) error {
-	fs := flag.NewFlagSet("podcheck", flag.ContinueOnError)
-	namespace := fs.String("namespace", preflight.DefaultProbeNamespace, "namespace of the plan and the reports")
-	node := fs.String("node", os.Getenv("NODE_NAME"), "this node's name (env NODE_NAME)")
-	podIPText := fs.String("pod-ip", os.Getenv("POD_IP"), "this pod's address (env POD_IP)")
-	round := fs.String("round", os.Getenv("ROUND"), "the round (env ROUND)")
-	if err := fs.Parse(args); err != nil {
+	o, err := podCheckFlags(args)
+	if err != nil {
 		return err
-	}
-	podIP, err := netip.ParseAddr(*podIPText)
-	if *node == "" || *round == "" || err != nil {
-		return fmt.Errorf("--node, --round and --pod-ip (or NODE_NAME, ROUND, POD_IP) are required: %v", err)
 	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -56,30 +48,57 @@ func runPodCheck(args []string) error {
 	}
 	go func() { _ = podcheck.Serve(ctx, ln) }()
 	report := func(data map[string]string) error {
-		return writeCheckReport(ctx, c, podcheck.Report(*namespace, *round, *node, data), data[podcheck.ReportStage] == podcheck.StageDone)
+		return writeCheckReport(ctx, c, podcheck.Report(o.namespace, o.round, o.node, data), data[podcheck.ReportStage] == podcheck.StageDone)
 	}
-	check := podcheck.Config{PodIP: podIP}
-	if err := report(podcheck.EncodeServing(*round, *node, podIP, check.PodMTU())); err != nil {
+	check := podcheck.Config{PodIP: o.podIP}
+	if err := report(podcheck.EncodeServing(o.round, o.node, o.podIP, check.PodMTU())); err != nil {
 		return err
 	}
-	plan, err := waitForPlan(ctx, c, *namespace, *round)
+	plan, err := waitForPlan(ctx, c, o.namespace, o.round)
 	if err != nil {
 		return err
 	}
-	np, err := preflight.DecodePlan(plan, *node)
+	np, err := preflight.DecodePlan(plan, o.node)
 	if err != nil {
 		// A node that joined after the plan was made is not part of the round.
-		return report(podcheck.EncodeDone(*round, *node, podIP, podcheck.Result{}, err.Error()))
+		return report(podcheck.EncodeDone(o.round, o.node, o.podIP, podcheck.Result{}, err.Error()))
 	}
 	s := podcheck.DecodeSettings(plan)
 	check.Peers, check.Service, check.DNSName, check.MTU = np.Peers, s.Service, s.DNSName, s.MTU
-	if err := report(podcheck.EncodeDone(*round, *node, podIP, podcheck.Run(ctx, check), "")); err != nil {
+	if err := report(podcheck.EncodeDone(o.round, o.node, o.podIP, podcheck.Run(ctx, check), "")); err != nil {
 		return err
 	}
 	// The DaemonSet restarts an exited pod, and peers may still be testing
 	// this one: serve until the operator removes the round.
 	<-ctx.Done()
 	return nil
+}
+
+// podCheckOptions are winready podcheck's flags.
+type podCheckOptions struct {
+	namespace, node, round string
+	podIP                  netip.Addr
+}
+
+func podCheckFlags(args []string) (podCheckOptions, error) {
+	var o podCheckOptions
+	fs := flag.NewFlagSet("podcheck", flag.ContinueOnError)
+	fs.StringVar(&o.namespace, "namespace", preflight.DefaultProbeNamespace, "namespace of the plan and the reports")
+	fs.StringVar(&o.node, "node", os.Getenv("NODE_NAME"), "this node's name (env NODE_NAME)")
+	podIPText := fs.String("pod-ip", os.Getenv("POD_IP"), "this pod's address (env POD_IP)")
+	fs.StringVar(&o.round, "round", os.Getenv("ROUND"), "the round (env ROUND)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	const required = "--node, --round and --pod-ip (or NODE_NAME, ROUND, POD_IP) are required"
+	var err error
+	if o.podIP, err = netip.ParseAddr(*podIPText); err != nil {
+		return o, fmt.Errorf(required+": %w", err)
+	}
+	if o.node == "" || o.round == "" {
+		return o, errors.New(required)
+	}
+	return o, nil
 }
 
 // writeCheckReport writes a report: the first is created, the next

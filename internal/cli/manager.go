@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/version"
+)
+
+// operatorOptions are the operator's flags, operatorFlags binds them.
+type operatorOptions struct {
+	kubeconfig     string
+	namespace      string
+	probeNamespace string
+	leaderElect    bool
+	metricsAddr    string
+	probeAddr      string
+	probeImage     string
+	zap            zap.Options
+}
+
+func operatorFlags() (*flag.FlagSet, *operatorOptions) {
+	o := &operatorOptions{}
+	fs := flag.NewFlagSet("winready", flag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; in a pod the service account is used")
+	fs.StringVar(&o.namespace, "namespace", "winready-system", "the operator's namespace: leader election lease and the record of the originals")
+	fs.StringVar(&o.probeNamespace, "probe-namespace", preflight.DefaultProbeNamespace, "namespace of the probe rounds (privileged Pod Security level, guarded by an admission policy)")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so that only one replica changes the cluster")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
+	fs.StringVar(&o.probeImage, "probe-image", os.Getenv("WINREADY_IMAGE"), "image of the UDP 4789 probe agents: this operator's own (env WINREADY_IMAGE)")
+	// Kept so that existing command lines still start: a write spanning the
+	// Installation and the services endpoint holds calico-node instead of
+	// waiting for the Tigera operator to rest (controllers/hold.go).
+	fs.Duration("operator-quiet", 0, "deprecated, no effect")
+	o.zap.BindFlags(fs)
+	return fs, o
+}
+
+// runManager starts the operator's manager and runs it until a signal stops
+// it: the one place where the manager is wired for production.
+func runManager(o operatorOptions) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Cache:                   controllers.CacheOptions(o.probeNamespace),
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "winready.winready.io",
+		LeaderElectionNamespace: o.namespace,
+		// Hand over quickly on a clean shutdown: the migration resumes from
+		// what the cluster shows, so nothing is lost.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if _, err := controllers.Setup(mgr, controllers.Options{Namespace: o.namespace, ProbeNamespace: o.probeNamespace,
+		ProbeImage: o.probeImage}); err != nil {
+		return fmt.Errorf("setting up the reconciler: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	v := version.Get()
+	ctrl.Log.Info("starting winready", "version", v.Version, "revision", v.Revision)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
