@@ -97,7 +97,7 @@ func auditedWrites() (accepted, unsure map[string]int) {
 			received[ev.AuditID] = key
 			order = append(order, ev.AuditID)
 		case "ResponseComplete":
-			code[ev.AuditID] = int(ev.ResponseStatus.Code)
+			code[ev.AuditID] = ev.ResponseStatus.Code
 		case "Panic":
 			code[ev.AuditID] = 500
 		}

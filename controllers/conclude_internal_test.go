@@ -130,7 +130,7 @@ func TestARefusalStallsAfterAFewTries(t *testing.T) {
 	refused := apierrors.NewForbidden(schema.GroupResource{Group: "operator.tigera.io", Resource: "installations"}, "default",
 		errors.New("a policy denies it"))
 	c := conclusion(t, failed(refused), 0)
-	if got := c.summary(); got != "FTF RetryingAfterError" || reconcile.TerminalError(nil) == c.err {
+	if got := c.summary(); got != "FTF RetryingAfterError" || errors.Is(c.err, reconcile.TerminalError(nil)) {
 		t.Errorf("first refusal: %s, %v; want a retry", got, c.err)
 	}
 	c = conclusion(t, failed(refused), permanentAfter-1)

@@ -51,16 +51,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Read past the cache: the status written by the previous reconcile must
 	// be seen, or a finished step would be waited for again.
 	wr := &v1alpha1.WindowsReadiness{}
-	if err := r.APIReader.Get(ctx, req.NamespacedName, wr); err != nil {
-		if ctx.Err() != nil {
-			// The manager is stopping: the next one starts from the cluster.
-			return ctrl.Result{}, nil
-		}
-		if apierrors.IsNotFound(err) {
-			// Deleted while it held calico-node: nothing is left to follow
-			// the hold, so it ends now.
-			return ctrl.Result{}, r.releaseOrphanedHold(ctx)
-		}
+	err := r.APIReader.Get(ctx, req.NamespacedName, wr)
+	switch {
+	case stopping(ctx):
+		return ctrl.Result{}, nil
+	case apierrors.IsNotFound(err):
+		// Deleted while it held calico-node: nothing is left to follow the
+		// hold, so it ends now.
+		return ctrl.Result{}, r.releaseOrphanedHold(ctx)
+	case err != nil:
 		return ctrl.Result{}, err
 	}
 	if wr.Name != v1alpha1.Name {
@@ -73,24 +72,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.failures = r.limiter.NumRequeues(req)
 	}
 	o := r.pass(ctx, s)
-	if ctx.Err() != nil {
-		// The manager is stopping: the next one starts from the cluster.
+	if stopping(ctx) {
 		return ctrl.Result{}, nil
 	}
 	result, err := r.conclude(ctx, s, o)
 	// Every pass read this generation and wrote the conditions for it: the
 	// Kubernetes convention, which kstatus, Flux and Argo CD read as "seen".
 	wr.Status.ObservedGeneration = wr.Generation
-	if perr := r.persist(ctx, s); perr != nil {
-		if ctx.Err() != nil {
-			return ctrl.Result{}, nil
-		}
+	perr := r.persist(ctx, s)
+	switch {
+	case stopping(ctx):
+		return ctrl.Result{}, nil
+	case perr != nil:
 		// The status could not be written: the error goes to the controller's
 		// own backoff and the log, the only places left.
 		return ctrl.Result{}, perr
 	}
 	return result, err
 }
+
+// stopping says whether the manager is stopping: what the pass did is then
+// dropped, and the next manager starts from the cluster.
+func stopping(ctx context.Context) bool { return ctx.Err() != nil }
 
 // pass reads Installation default and runs the sub-reconcilers of the
 // direction the spec asks for.

@@ -172,7 +172,8 @@ func startOperatorWith(o operatorOptions) *operator {
 		ProbeImage: managerImage, Clock: clock, RecheckAfterWrite: 20 * time.Millisecond,
 		RetryBase: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond})
 	Expect(err).NotTo(HaveOccurred())
-	var c client.Client = mgr.GetClient()
+	var c client.Client
+	c = mgr.GetClient()
 	if o.flaky != nil {
 		c = &flakyClient{Client: c, f: o.flaky}
 		r.APIReader = &flakyReader{Reader: r.APIReader, f: o.flaky}
