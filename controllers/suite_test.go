@@ -141,7 +141,7 @@ func startOperatorOn(restCfg *rest.Config, clock *clocktesting.FakeClock, writes
 	return startOperatorWith(operatorOptions{restCfg: restCfg, clock: clock, writes: writes})
 }
 
-// startOperatorWith starts winready's manager wired as main.go wires it,
+// startOperatorWith starts winready's manager wired by controllers.Setup, as internal/cli wires it,
 // with a fake clock and a count of every write it makes.
 func startOperatorWith(o operatorOptions) *operator {
 	restCfg, clock, writes := o.restCfg, o.clock, o.writes
