@@ -567,11 +567,16 @@ func createAsManager(obj client.Object) error {
 // agent running there holds; the pod is removed after the spec.
 func agentOn(node string) client.Client { return agentOnAs(preflight.ProbeServiceAccount, node) }
 
-// agentOnAs is agentOn for the agents running as account.
+// agentOnAs is agentOn for the agents running as account: the pod is the
+// one the DaemonSet controller makes of the probe's or the pod network
+// check's DaemonSet, which the probe namespace's Pod policy admits.
 func agentOnAs(account, node string) client.Client {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, GenerateName: "agent-"},
-		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: account,
-			Containers: []corev1.Container{{Name: "probe", Image: managerImage}}}}
+	ds := probeDaemonSet(managerImage)
+	if account == podcheck.ServiceAccount {
+		ds = podCheckDaemonSet()
+	}
+	Expect(ds.Spec.Template.Spec.ServiceAccountName).To(Equal(account))
+	pod := daemonSetPod(ds, node)
 	Expect(k8s.Create(ctx, pod)).To(Succeed())
 	DeferCleanup(func() {
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)))).To(Succeed())
