@@ -152,6 +152,9 @@ var managerMay = []access{
 	{"kube-system", "get", "", "services", "kube-dns"},
 	{"kube-system", "get", "", "services", "rke2-coredns-rke2-coredns"},
 	{"kube-public", "get", "", "configmaps", "cluster-info"},
+	// The metrics endpoint's questions about each scraper.
+	{"", "create", "authentication.k8s.io", "tokenreviews", ""},
+	{"", "create", "authorization.k8s.io", "subjectaccessreviews", ""},
 }
 
 // managerMayNot are the neighbours of those requests.
@@ -197,6 +200,8 @@ var managerMayNot = []access{
 	{"kube-system", "get", "", "configmaps", "coredns"},
 	{"kube-system", "create", "", "configmaps", ""},
 	{"default", "list", "", "configmaps", ""},
+	{"winready-probe", "create", "", "serviceaccounts/token", "winready-probe"},
+	{"", "create", "certificates.k8s.io", "certificatesigningrequests", ""},
 }
 
 // agentMay and agentMayNot are the probe agents' requests; which report an
@@ -278,6 +283,10 @@ func containsAll(want, in []string) bool {
 // writeVerbs are the verbs that change objects.
 var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection", "*"}
 
+// reviews are created to be answered and never stored: a rule on them
+// writes nothing.
+var reviews = []string{"tokenreviews", "subjectaccessreviews"}
+
 // writeRules counts the rules bound to sa that allow a write, by namespace;
 // with anyName, only those that allow a write other than create to objects
 // of any name (a create request carries no name).
@@ -285,6 +294,9 @@ func writeRules(objs []*unstructured.Unstructured, sa string, anyName bool) map[
 	counts := map[string]int{}
 	for ns, rules := range boundRules(objs, sa) {
 		for _, r := range rules {
+			if len(r.Resources) > 0 && containsAll(r.Resources, reviews) {
+				continue
+			}
 			for _, v := range r.Verbs {
 				if containsAll([]string{v}, writeVerbs) && (!anyName || v != "create" && len(r.ResourceNames) == 0) {
 					counts[ns]++
