@@ -23,6 +23,7 @@ import (
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/plugin"
 	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/securemetrics"
 	"github.com/winready/winready/internal/version"
 )
 
@@ -189,7 +190,7 @@ func runOperator(o operatorOptions) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   controllers.CacheOptions(o.probeNamespace),
-		Metrics:                 controllers.MetricsServerOptions(o.metricsAddr, o.metricsSecure, o.metricsCertDir),
+		Metrics:                 securemetrics.Options(o.metricsAddr, o.metricsSecure, o.metricsCertDir),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "winready.winready.io",

@@ -22,6 +22,7 @@ import (
 
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/metrics"
+	"github.com/winready/winready/internal/securemetrics"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -165,7 +166,7 @@ func startOperatorWith(o operatorOptions) *operator {
 	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controllers.CacheOptions(probeNamespace),
-		Metrics:                controllers.MetricsServerOptions(metricsAddr, o.metricsSecure, ""),
+		Metrics:                securemetrics.Options(metricsAddr, o.metricsSecure, ""),
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlConfig(),
 	})

@@ -1,4 +1,8 @@
-package controllers
+// Package securemetrics serves the manager's metrics endpoint. It is a
+// package of its own so that what imports the controllers (the test kit, and
+// the CI suites of platform teams built on it) does not take in the API
+// server libraries its filter needs.
+package securemetrics
 
 import (
 	"crypto/tls"
@@ -7,19 +11,14 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// The metrics endpoint asks the API server who each scraper is and whether it
-// may get /metrics (the ClusterRole winready-metrics-reader, config/rbac).
-
-// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
-// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
-
-// MetricsServerOptions serve the metrics endpoint at addr as kubebuilder v4
+// Options serve the metrics endpoint at addr as kubebuilder v4
 // does: over HTTPS, each request authenticated with a TokenReview of its
 // bearer token and authorized with a SubjectAccessReview of get on its path,
 // both by the API server. certDir holds tls.crt and tls.key (reloaded when
 // they change); without them the server makes a self-signed certificate at
-// start. secure false serves plain HTTP to anyone, for a local demo.
-func MetricsServerOptions(addr string, secure bool, certDir string) metricsserver.Options {
+// start. secure false serves plain HTTP to anyone, for a local demo. The
+// manager's RBAC (controllers/rbac.go) lets it create both reviews.
+func Options(addr string, secure bool, certDir string) metricsserver.Options {
 	if !secure {
 		return metricsserver.Options{BindAddress: addr}
 	}
