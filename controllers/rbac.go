@@ -43,3 +43,9 @@ package controllers
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns;rke2-coredns-rke2-coredns,verbs=get
 // +kubebuilder:rbac:groups="",namespace=kube-public,resources=configmaps,resourceNames=cluster-info,verbs=get
 // +kubebuilder:rbac:groups="",namespace=calico-system,resources=pods,verbs=get;list;watch
+
+// The metrics endpoint (internal/securemetrics) asks the API server who each
+// scraper is and whether it may get /metrics (ClusterRole
+// winready-metrics-reader, config/rbac); reviews are answered, not stored.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create

@@ -152,6 +152,9 @@ var managerMay = []access{
 	{"kube-system", "get", "", "services", "kube-dns"},
 	{"kube-system", "get", "", "services", "rke2-coredns-rke2-coredns"},
 	{"kube-public", "get", "", "configmaps", "cluster-info"},
+	// The metrics endpoint's questions about each scraper.
+	{"", "create", "authentication.k8s.io", "tokenreviews", ""},
+	{"", "create", "authorization.k8s.io", "subjectaccessreviews", ""},
 }
 
 // managerMayNot are the neighbours of those requests.
@@ -197,6 +200,8 @@ var managerMayNot = []access{
 	{"kube-system", "get", "", "configmaps", "coredns"},
 	{"kube-system", "create", "", "configmaps", ""},
 	{"default", "list", "", "configmaps", ""},
+	{"winready-probe", "create", "", "serviceaccounts/token", "winready-probe"},
+	{"", "create", "certificates.k8s.io", "certificatesigningrequests", ""},
 }
 
 // agentMay and agentMayNot are the probe agents' requests; which report an
@@ -278,6 +283,10 @@ func containsAll(want, in []string) bool {
 // writeVerbs are the verbs that change objects.
 var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection", "*"}
 
+// reviews are created to be answered and never stored: a rule on them
+// writes nothing.
+var reviews = []string{"tokenreviews", "subjectaccessreviews"}
+
 // writeRules counts the rules bound to sa that allow a write, by namespace;
 // with anyName, only those that allow a write other than create to objects
 // of any name (a create request carries no name).
@@ -285,6 +294,9 @@ func writeRules(objs []*unstructured.Unstructured, sa string, anyName bool) map[
 	counts := map[string]int{}
 	for ns, rules := range boundRules(objs, sa) {
 		for _, r := range rules {
+			if len(r.Resources) > 0 && containsAll(r.Resources, reviews) {
+				continue
+			}
 			for _, v := range r.Verbs {
 				if containsAll([]string{v}, writeVerbs) && (!anyName || v != "create" && len(r.ResourceNames) == 0) {
 					counts[ns]++
@@ -567,11 +579,16 @@ func createAsManager(obj client.Object) error {
 // agent running there holds; the pod is removed after the spec.
 func agentOn(node string) client.Client { return agentOnAs(preflight.ProbeServiceAccount, node) }
 
-// agentOnAs is agentOn for the agents running as account.
+// agentOnAs is agentOn for the agents running as account: the pod is the
+// one the DaemonSet controller makes of the probe's or the pod network
+// check's DaemonSet, which the probe namespace's Pod policy admits.
 func agentOnAs(account, node string) client.Client {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, GenerateName: "agent-"},
-		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: account,
-			Containers: []corev1.Container{{Name: "probe", Image: managerImage}}}}
+	ds := probeDaemonSet(managerImage)
+	if account == podcheck.ServiceAccount {
+		ds = podCheckDaemonSet()
+	}
+	Expect(ds.Spec.Template.Spec.ServiceAccountName).To(Equal(account))
+	pod := daemonSetPod(ds, node)
 	Expect(k8s.Create(ctx, pod)).To(Succeed())
 	DeferCleanup(func() {
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)))).To(Succeed())

@@ -19,10 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/metrics"
+	"github.com/winready/winready/internal/securemetrics"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -127,6 +127,9 @@ type operatorOptions struct {
 	writes *metrics.WriteCounter
 	// metricsAddr serves the metrics endpoint; empty disables it.
 	metricsAddr string
+	// metricsSecure serves it as installed (HTTPS, scrapers authorized by
+	// the API server) rather than over plain HTTP.
+	metricsSecure bool
 	// flaky, when set, makes a share of the reconciler's requests fail.
 	flaky *flakiness
 }
@@ -163,7 +166,7 @@ func startOperatorWith(o operatorOptions) *operator {
 	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controllers.CacheOptions(probeNamespace),
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                securemetrics.Options(metricsAddr, o.metricsSecure, ""),
 		HealthProbeBindAddress: "0",
 		Controller:             ctrlConfig(),
 	})

@@ -8,10 +8,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/securemetrics"
 	"github.com/winready/winready/internal/version"
 )
 
@@ -22,6 +22,8 @@ type operatorOptions struct {
 	probeNamespace string
 	leaderElect    bool
 	metricsAddr    string
+	metricsSecure  bool
+	metricsCertDir string
 	probeAddr      string
 	probeImage     string
 	zap            zap.Options
@@ -34,7 +36,9 @@ func operatorFlags() (*flag.FlagSet, *operatorOptions) {
 	fs.StringVar(&o.namespace, "namespace", "winready-system", "the operator's namespace: leader election lease and the record of the originals")
 	fs.StringVar(&o.probeNamespace, "probe-namespace", preflight.DefaultProbeNamespace, "namespace of the probe rounds (privileged Pod Security level, guarded by an admission policy)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so that only one replica changes the cluster")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint; 0 disables it")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to scrapers the API server authenticates and allows get on /metrics; false serves plain HTTP to anyone (a local demo)")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "directory of the metrics endpoint's tls.crt and tls.key; without them a self-signed certificate")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
 	fs.StringVar(&o.probeImage, "probe-image", os.Getenv("WINREADY_IMAGE"), "image of the UDP 4789 probe agents: this operator's own (env WINREADY_IMAGE)")
 	// Kept so that existing command lines still start: a write spanning the
@@ -61,7 +65,7 @@ func runManager(o operatorOptions) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   controllers.CacheOptions(o.probeNamespace),
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 securemetrics.Options(o.metricsAddr, o.metricsSecure, o.metricsCertDir),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "winready.winready.io",

@@ -448,8 +448,9 @@ func startWinready(ctx context.Context, cfg config, kubeconfig string) (*winread
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
+	// Plain HTTP: the bench reads the metrics itself, as a local demo would.
 	cmd := exec.CommandContext(ctx, cfg.winready, "--kubeconfig", kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address", addr, "--health-probe-bind-address", "0", "--namespace", operatorNamespace,
+		"--metrics-bind-address", addr, "--metrics-secure=false", "--health-probe-bind-address", "0", "--namespace", operatorNamespace,
 		"--probe-image", "winready:bench")
 	cmd.Stderr = io.Discard
 	cmd.Stdout = io.Discard
