@@ -60,7 +60,9 @@ func overridden(in Input) []string {
 }
 
 func TestOverridden(t *testing.T) {
-	mtu := func(s *operatorv1.InstallationSpec) { s.CalicoNetwork = &operatorv1.CalicoNetworkSpec{MTU: ptr.To[int32](1400)} }
+	mtu := func(s *operatorv1.InstallationSpec) {
+		s.CalicoNetwork = &operatorv1.CalicoNetworkSpec{MTU: ptr.To[int32](1400)}
+	}
 	crossSubnet := []operatorv1.IPPool{{Name: "v4-a", CIDR: "192.168.0.0/16", Encapsulation: operatorv1.EncapsulationVXLANCrossSubnet}}
 	restored := installation(func(i *operatorv1.Installation) {
 		i.Spec.CalicoNetwork.WindowsDataplane = ptr.To(operatorv1.WindowsDataplaneDisabled)

@@ -33,7 +33,7 @@ func TestOverlayRecordsTheFieldsTheMigrationChanges(t *testing.T) {
 			v1alpha1.OriginalOverlay{Present: true, BGP: v1alpha1.OriginalValue{Present: true, Value: "Enabled"},
 				WindowsDataplane: v1alpha1.OriginalValue{Present: true, Value: "Disabled"},
 				PoolsPresent:     true, Pools: []v1alpha1.OriginalPool{{Name: "a", CIDR: "10.1.0.0/16", Encapsulation: "VXLAN"}},
-				ServiceCIDRs:     v1alpha1.OriginalList{Present: true, Values: []string{"10.96.0.0/12"}}, WindowsNodesPresent: true}},
+				ServiceCIDRs: v1alpha1.OriginalList{Present: true, Values: []string{"10.96.0.0/12"}}, WindowsNodesPresent: true}},
 		{"an empty pool list is set: it replaces default's", &operatorv1.Installation{Spec: operatorv1.InstallationSpec{
 			CalicoNetwork: &operatorv1.CalicoNetworkSpec{IPPools: []operatorv1.IPPool{}}}},
 			v1alpha1.OriginalOverlay{Present: true, PoolsPresent: true}},
