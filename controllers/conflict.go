@@ -49,3 +49,29 @@ func (p *pass) reverted(ctx context.Context, name v1alpha1.StepName, changes []c
 	o := phase.BlockedBy(conditions.ReasonConflictingManager, msg)
 	return &o
 }
+
+// overlaid stops a step whose target Installation default holds but
+// Installation overlay overrides, written or changed after the originals
+// were recorded: the cluster runs the overlay's value, so a migration is not
+// Windows-ready and a rollback has not restored the original. winready never
+// writes the overlay (record.Overlay says why); the condition names its
+// fields, as it names a manager that reverts default, and the step goes on by
+// itself once the overlay no longer overrides it.
+func (p *pass) overlaid(ctx context.Context, step phase.Step, in phase.Input) phase.Outcome {
+	changes := phase.Overridden(step, in)
+	if len(changes) == 0 {
+		return phase.Finished()
+	}
+	manager := ""
+	// Read past the cache, which drops managedFields.
+	if live, err := calico.GetOverlay(ctx, p.r.APIReader); err != nil {
+		return phase.FailedWith(err)
+	} else if live != nil {
+		manager = calico.LastManager(live, changes, FieldOwner)
+	}
+	msg := phase.OverlayConflict(step.Name(), in, changes, manager)
+	if !p.alreadyStalled(conditions.ReasonConflictingManager) {
+		p.event(corev1.EventTypeWarning, conditions.ReasonConflictingManager, string(step.Name()), "%s", msg)
+	}
+	return phase.BlockedBy(conditions.ReasonConflictingManager, msg)
+}

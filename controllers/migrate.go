@@ -134,7 +134,7 @@ func (p *pass) heldBySpec(step v1alpha1.StepName) *phase.Outcome {
 // input is what the steps decide from, toward dir: the cluster as read from
 // the Installation on, the targets and the originals recorded so far.
 func (p *pass) input(inst *operatorv1.Installation, dir v1alpha1.Direction) phase.Input {
-	return phase.Input{Cluster: &calico.Cluster{Installation: inst}, Originals: p.wr.Status.Originals,
+	return phase.Input{Cluster: &calico.Cluster{Installation: inst, Overlay: p.overlay}, Originals: p.wr.Status.Originals,
 		Targets: targetsOf(p.wr.Status.Targets), Direction: dir}
 }
 
@@ -403,6 +403,7 @@ func (p *pass) recordOriginals(ctx context.Context, c *calico.Cluster, steps []p
 		step.Record(c, originals)
 	}
 	phase.RecordMaxUnavailable(c, originals)
+	originals.Overlay = record.Overlay(c.Overlay)
 	recordNodeIgnored(c, originals)
 	if err := record.Save(ctx, p.r.Client, p.r.Namespace, originals); err != nil {
 		return err

@@ -66,7 +66,7 @@ func (p *pass) walkStep(ctx context.Context, in phase.Input, step phase.Step, re
 		// rollouts move again, which is not this step's to wait for. Only
 		// the value itself is checked.
 		if len(changes) == 0 {
-			return phase.Finished()
+			return p.overlaid(ctx, step, in)
 		}
 		if p.finished(name, dir) && rec.Changed && rec.Target == p.targetDigest(name, dir) {
 			// Someone put back the value this step had changed; a spec edit
@@ -100,6 +100,9 @@ func (p *pass) walkStep(ctx context.Context, in phase.Input, step phase.Step, re
 	if ok, why := step.Settled(in); !ok {
 		p.startStep(name, dir)
 		return phase.WaitingFor(why)
+	}
+	if o := p.overlaid(ctx, step, in); o.Kind != phase.Done {
+		return o
 	}
 	return p.verify(ctx, name, dir)
 }
@@ -512,7 +515,7 @@ func (p *pass) observeCalicoHealth(ctx context.Context, inst *operatorv1.Install
 	}
 	// An overlay written after the preflight wins over what the steps write:
 	// a wait then names it, since the operator reports nothing Degraded.
-	p.overlayConflicts = calico.OverlayConflicts(overlay)
+	p.overlay, p.overlayConflicts = overlay, calico.OverlayConflicts(overlay)
 	for _, name := range []string{calico.StatusCalico, calico.StatusIPPools} {
 		h, err := calico.ReadHealth(ctx, p.r.Client, name)
 		if err != nil {
@@ -557,6 +560,11 @@ func (p *pass) operatorSays(msg string) string {
 	var parts []string
 	for _, f := range p.overlayConflicts {
 		parts = append(parts, fmt.Sprintf("Installation overlay sets spec.%s: %s, which wins over Installation default; remove it from the overlay", f.Path, f.Value))
+	}
+	if p.cluster != nil {
+		if pace := p.speed().OverlayPace(phase.Input{Cluster: p.cluster}); pace != "" {
+			parts = append(parts, pace)
+		}
 	}
 	for _, h := range p.operatorDegraded {
 		if h.Message != "" && strings.Contains(msg, h.Message) {

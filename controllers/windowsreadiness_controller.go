@@ -150,6 +150,8 @@ type pass struct {
 	// overlayConflicts are the fields of Installation overlay that win over
 	// what winready writes.
 	overlayConflicts []calico.OverlayField
+	// overlay is Installation overlay as this pass read it, nil when absent.
+	overlay *operatorv1.Installation
 	// cluster is what the steps read in this pass, nil before the walk.
 	cluster *calico.Cluster
 }
