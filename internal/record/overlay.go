@@ -47,8 +47,8 @@ func scalar(v *string) v1alpha1.OriginalValue {
 // Effective is the originals as the effective Installation held them:
 // what the recorded overlay set wins over what default held, as the Tigera
 // operator merges them. A record without the overlay (written before
-// winready read it) counts as recorded without one. o itself is returned
-// when the overlay changes nothing.
+// winready read it) counts as recorded without one: o itself is returned
+// then, and when no overlay was recorded.
 func Effective(o *v1alpha1.Originals) *v1alpha1.Originals {
 	if o == nil || o.Overlay == nil || !o.Overlay.Present {
 		return o
