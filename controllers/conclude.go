@@ -18,6 +18,7 @@ import (
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/metrics"
+	"github.com/winready/winready/internal/phase"
 	"github.com/winready/winready/internal/rollout"
 )
 
@@ -153,6 +154,11 @@ func operatorSays(s *scope, msg string) string {
 	var parts []string
 	for _, f := range s.calico.overlayConflicts {
 		parts = append(parts, fmt.Sprintf("Installation overlay sets spec.%s: %s, which wins over Installation default; remove it from the overlay", f.Path, f.Value))
+	}
+	if s.cluster != nil {
+		if pace := speed(s).OverlayPace(phase.Input{Cluster: s.cluster}); pace != "" {
+			parts = append(parts, pace)
+		}
 	}
 	for _, h := range s.calico.operatorDegraded {
 		if h.Message != "" && strings.Contains(msg, h.Message) {

@@ -9,6 +9,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/phase"
 )
 
 // maxReverts is how often winready puts a value back after another field
@@ -46,4 +47,28 @@ func (w walk) reverted(ctx context.Context, s *scope, name v1alpha1.StepName, ch
 	return stop(conditions.ReasonConflictingManager, "%s keeps putting back what step %s changes (%d times); winready stops here instead of fighting it. "+
 		"Commit this to the source of that manager (e.g. the Installation in Git); winready goes on by itself once the value stays:\n%s",
 		who, name, rec.Reverts, calico.CommitYAML(changes))
+}
+
+// overlaid stops a step whose target Installation default holds but
+// Installation overlay overrides, written or changed after the originals
+// were recorded: the cluster runs the overlay's value, so a migration is not
+// Windows-ready and a rollback has not restored the original. winready never
+// writes the overlay (record.Overlay says why); the condition names its
+// fields, as it names a manager that reverts default, and the step goes on by
+// itself once the overlay no longer overrides it.
+func (w walk) overlaid(ctx context.Context, s *scope, step phase.Step, in phase.Input) Outcome {
+	changes := phase.Overridden(step, in)
+	if len(changes) == 0 {
+		return done()
+	}
+	manager := ""
+	// Read past the cache, which drops managedFields.
+	live, err := calico.GetOverlay(ctx, w.APIReader)
+	if err != nil {
+		return failed(err)
+	}
+	if live != nil {
+		manager = calico.LastManager(live, changes, FieldOwner)
+	}
+	return stop(conditions.ReasonConflictingManager, "%s", phase.OverlayConflict(step.Name(), in, changes, manager))
 }

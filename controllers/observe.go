@@ -42,7 +42,7 @@ func (r observe) observeCalicoHealth(ctx context.Context, s *scope) error {
 	}
 	// An overlay written after the preflight wins over what the steps write:
 	// a wait then names it, since the operator reports nothing Degraded.
-	h := calicoHealth{overlayConflicts: calico.OverlayConflicts(overlay)}
+	h := calicoHealth{overlay: overlay, overlayConflicts: calico.OverlayConflicts(overlay)}
 	names := []string{calico.StatusCalico, calico.StatusIPPools}
 	// calico-windows keeps its last status when Windows is turned off: only
 	// while the Installation asks for HNS does it speak for the cluster.

@@ -59,7 +59,7 @@ func (r originals) reconcile(ctx context.Context, s *scope) Outcome {
 // record records the values the migration will change into the durable
 // record first, then the status, before the first change.
 func (r originals) record(ctx context.Context, s *scope) Outcome {
-	c := &calico.Cluster{Installation: s.inst}
+	c := &calico.Cluster{Installation: s.inst, Overlay: s.calico.overlay}
 	o := &v1alpha1.Originals{RecordedAt: metav1.NewTime(s.now.Truncate(time.Second))}
 	for _, step := range r.steps {
 		if err := step.Read(ctx, r.readers(), c); err != nil {
@@ -68,6 +68,7 @@ func (r originals) record(ctx context.Context, s *scope) Outcome {
 		step.Record(c, o)
 	}
 	phase.RecordMaxUnavailable(c, o)
+	o.Overlay = record.Overlay(c.Overlay)
 	recordNodeIgnored(c, o)
 	ns := r.opts.Namespace
 	if err := record.Save(ctx, r.Client, ns, o); err != nil {

@@ -50,6 +50,8 @@ type calicoHealth struct {
 	// overlayConflicts are the fields of Installation overlay that win over
 	// what winready writes.
 	overlayConflicts []calico.OverlayField
+	// overlay is Installation overlay, nil when absent.
+	overlay *operatorv1.Installation
 }
 
 // passEvent is an Event the pass records about the WindowsReadiness, and the

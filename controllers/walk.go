@@ -66,7 +66,7 @@ func waitingFor(what string) Outcome {
 // input is what the steps decide from, toward dir: the cluster as read from
 // the Installation on, the targets and the originals recorded so far.
 func input(s *scope, dir v1alpha1.Direction) phase.Input {
-	return phase.Input{Cluster: &calico.Cluster{Installation: s.inst}, Originals: s.wr.Status.Originals,
+	return phase.Input{Cluster: &calico.Cluster{Installation: s.inst, Overlay: s.calico.overlay}, Originals: s.wr.Status.Originals,
 		Targets: targetsOf(s.wr.Status.Targets), Direction: dir}
 }
 
@@ -84,7 +84,7 @@ func (w walk) walkStep(ctx context.Context, s *scope, in phase.Input, step phase
 		// rollouts move again, which is not this step's to wait for. Only
 		// the value itself is checked.
 		if len(changes) == 0 {
-			return done()
+			return w.overlaid(ctx, s, step, in)
 		}
 		if s.steps().finished(name, dir) && rec.Changed && rec.Target == targetDigest(s.wr.Status.Targets, name, dir) {
 			// Someone put back the value this step had changed; a spec edit
@@ -118,6 +118,9 @@ func (w walk) walkStep(ctx context.Context, s *scope, in phase.Input, step phase
 	if ok, why := step.Settled(in); !ok {
 		s.steps().start(name, dir)
 		return waitingFor(why)
+	}
+	if o := w.overlaid(ctx, s, step, in); !o.Done() {
+		return o
 	}
 	if _, ok := disruptive[name]; ok && dir == v1alpha1.DirectionMigrate {
 		// The step is done once the pod network is proven after it.

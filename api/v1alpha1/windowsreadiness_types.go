@@ -471,6 +471,42 @@ type Originals struct {
 	// lack it.
 	// +optional
 	NodeIgnored *OriginalValue `json:"nodeIgnored,omitempty"`
+	// Overlay is what Installation "overlay", which the Tigera operator
+	// merges over "default", held of the fields the migration changes: a
+	// rollback restores default and leaves the overlay alone, so the
+	// effective Installation is the original only while the overlay still
+	// holds these. Records made before winready read the overlay lack it;
+	// they count as recorded without one.
+	// +optional
+	Overlay *OriginalOverlay `json:"overlay,omitempty"`
+}
+
+// OriginalOverlay is what Installation "overlay" held, before the
+// migration, of the Installation fields the migration changes; a value set
+// there wins over default's.
+type OriginalOverlay struct {
+	// Present is false when there was no Installation overlay.
+	Present bool `json:"present"`
+	// BGP is spec.calicoNetwork.bgp.
+	// +optional
+	BGP OriginalValue `json:"bgp,omitempty"`
+	// PoolsPresent says whether spec.calicoNetwork.ipPools was set: the
+	// overlay's list then replaces default's whole.
+	// +optional
+	PoolsPresent bool `json:"poolsPresent,omitempty"`
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Pools []OriginalPool `json:"pools,omitempty"`
+	// ServiceCIDRs is spec.serviceCIDRs.
+	// +optional
+	ServiceCIDRs OriginalList `json:"serviceCIDRs,omitempty"`
+	// WindowsDataplane is spec.calicoNetwork.windowsDataplane.
+	// +optional
+	WindowsDataplane OriginalValue `json:"windowsDataplane,omitempty"`
+	// WindowsNodesPresent says whether spec.windowsNodes was set.
+	// +optional
+	WindowsNodesPresent bool `json:"windowsNodesPresent,omitempty"`
 }
 
 // CheckResult is the outcome of one compatibility check.

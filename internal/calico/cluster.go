@@ -11,7 +11,10 @@ import (
 // Cluster is what the steps read of the cluster in one reconcile. Each step
 // reads the parts it decides from; a nil object is one that does not exist.
 type Cluster struct {
-	Installation     *operatorv1.Installation
+	Installation *operatorv1.Installation
+	// Overlay is Installation "overlay", which the Tigera operator merges
+	// over Installation; nil when there is none.
+	Overlay          *operatorv1.Installation
 	IPAMConfig       *calicov3.IPAMConfiguration
 	ServicesEndpoint *corev1.ConfigMap
 	// Node and WindowsNode are the calico-node and calico-node-windows

@@ -1,8 +1,10 @@
 package phase
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -74,6 +76,31 @@ func (s RolloutSpeed) Restore(in Input, ours bool) []calico.Change {
 	}
 	return calico.FieldChange(calico.ObjectInstallation, calico.PathNodeMaxUnavailable,
 		maxUnavailableOf(in.Cluster.Installation), recordedMaxUnavailable(in.Originals))
+}
+
+// OverlayPace names Installation overlay's spec.nodeUpdateStrategy while it
+// takes the place of the maxUnavailable winready set in Installation default
+// for the rollouts: the Tigera operator renders calico-node with the
+// overlay's whole update strategy. Someone else's pace is left alone, as a
+// maxUnavailable another manager sets in default is (Faster, Restore), and
+// only said; "" when the overlay does not change the pace.
+func (s RolloutSpeed) OverlayPace(in Input) string {
+	if s.Want == nil || in.Cluster == nil || in.Cluster.Overlay == nil ||
+		reflect.ValueOf(in.Cluster.Overlay.Spec.NodeUpdateStrategy).IsZero() {
+		return ""
+	}
+	want := valueOfIntOrString(*s.Want)
+	if !maxUnavailableOf(in.Cluster.Installation).Equal(want) {
+		return ""
+	}
+	got := maxUnavailableOf(in.Effective().Cluster.Installation)
+	if got.Equal(want) {
+		return ""
+	}
+	strategy, _ := json.Marshal(in.Cluster.Overlay.Spec.NodeUpdateStrategy)
+	return fmt.Sprintf("Installation overlay sets spec.nodeUpdateStrategy: %s, which replaces Installation default's: "+
+		"calico-node rolls out with maxUnavailable %s, not %s from spec.rollout.maxUnavailable; remove it from the overlay "+
+		"for the faster rollout", strategy, got, want)
 }
 
 // Check refuses a count of nodes above MaxUnavailableShare of the nodes
