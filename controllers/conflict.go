@@ -56,7 +56,7 @@ func (w walk) reverted(ctx context.Context, s *scope, name v1alpha1.StepName, ch
 // writes the overlay (record.Overlay says why); the condition names its
 // fields, as it names a manager that reverts default, and the step goes on by
 // itself once the overlay no longer overrides it.
-func (w walk) overlaid(ctx context.Context, s *scope, step phase.Step, in phase.Input) Outcome {
+func (w walk) overlaid(ctx context.Context, step phase.Step, in phase.Input) Outcome {
 	changes := phase.Overridden(step, in)
 	if len(changes) == 0 {
 		return done()

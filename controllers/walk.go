@@ -84,7 +84,7 @@ func (w walk) walkStep(ctx context.Context, s *scope, in phase.Input, step phase
 		// rollouts move again, which is not this step's to wait for. Only
 		// the value itself is checked.
 		if len(changes) == 0 {
-			return w.overlaid(ctx, s, step, in)
+			return w.overlaid(ctx, step, in)
 		}
 		if s.steps().finished(name, dir) && rec.Changed && rec.Target == targetDigest(s.wr.Status.Targets, name, dir) {
 			// Someone put back the value this step had changed; a spec edit
@@ -119,7 +119,7 @@ func (w walk) walkStep(ctx context.Context, s *scope, in phase.Input, step phase
 		s.steps().start(name, dir)
 		return waitingFor(why)
 	}
-	if o := w.overlaid(ctx, s, step, in); !o.Done() {
+	if o := w.overlaid(ctx, step, in); !o.Done() {
 		return o
 	}
 	if _, ok := disruptive[name]; ok && dir == v1alpha1.DirectionMigrate {

@@ -68,28 +68,12 @@ func OverlayConflict(step v1alpha1.StepName, in Input, changes []calico.Change, 
 	if manager != "" {
 		who = fmt.Sprintf("Installation overlay (field manager %q)", manager)
 	}
-	var sets, runs []string
-	fix := map[string]any{}
-	restore := false
-	for _, p := range paths {
-		now, set := overlayValue(in.Cluster.Overlay, p)
-		was, held := heldBefore(recorded, p)
-		switch {
-		case set && held:
-			sets = append(sets, fmt.Sprintf("sets spec.%s: %s (it held %s before the migration)", p, now, was))
-			restore = true
-		case set:
-			sets = append(sets, fmt.Sprintf("sets spec.%s: %s", p, now))
-			putNull(fix, p)
-		default:
-			sets = append(sets, fmt.Sprintf("no longer sets spec.%s (it held %s before the migration)", p, was))
-			restore = true
-		}
-	}
+	sets, fix, restore := overlaySays(in.Cluster.Overlay, recorded, paths)
 	target := "as step " + string(step) + " set it in Installation default"
 	if in.rollback() {
 		target = "as before the migration"
 	}
+	runs := make([]string, 0, len(changes))
 	for _, c := range changes {
 		runs = append(runs, fmt.Sprintf("%s %s, not %s", c.Field(), c.Before(), c.After()))
 	}
@@ -109,6 +93,29 @@ func OverlayConflict(step v1alpha1.StepName, in Input, changes []calico.Change, 
 		msg += ". The originals were recorded by an earlier winready, which did not record the overlay: they count as recorded without one"
 	}
 	return msg
+}
+
+// overlaySays is what the overlay sets, or no longer sets, of each path
+// against what it held before the migration; the merge patch that removes
+// what it sets; and whether something must be put back in it instead.
+func overlaySays(overlay *operatorv1.Installation, recorded *v1alpha1.OriginalOverlay, paths []string) (sets []string, fix map[string]any, restore bool) {
+	fix = map[string]any{}
+	for _, p := range paths {
+		now, set := overlayValue(overlay, p)
+		was, held := heldBefore(recorded, p)
+		switch {
+		case set && held:
+			sets = append(sets, fmt.Sprintf("sets spec.%s: %s (it held %s before the migration)", p, now, was))
+			restore = true
+		case set:
+			sets = append(sets, fmt.Sprintf("sets spec.%s: %s", p, now))
+			putNull(fix, p)
+		default:
+			sets = append(sets, fmt.Sprintf("no longer sets spec.%s (it held %s before the migration)", p, was))
+			restore = true
+		}
+	}
+	return sets, fix, restore
 }
 
 // overlayPath is the field of an overlay that decides the Installation
