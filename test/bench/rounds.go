@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -55,12 +57,14 @@ type roundResult struct {
 	outcome string
 }
 
-// seedRounds seeds n Linux nodes named with nameLen characters (0: linux-N).
+// seedRounds seeds n Linux nodes named with nameLen characters (0: linux-N),
+// in a pool with a block for each.
 func seedRounds(ctx context.Context, c client.Client, n, nameLen int) ([]calicosim.Node, error) {
 	if err := clean(ctx, c); err != nil {
 		return nil, err
 	}
 	cl := calicosim.MainClusterOf(n)
+	cl.Pools[0].CIDR = "172.16.0.0/12"
 	for i := range cl.Nodes {
 		cl.Nodes[i].Name = nodeName(i, nameLen)
 	}
@@ -71,7 +75,8 @@ func seedRounds(ctx context.Context, c client.Client, n, nameLen int) ([]calicos
 }
 
 // nodeName is node i's name: linux-i, or a fully qualified name of exactly
-// length characters (DNS labels of at most 63).
+// length characters, DNS labels of at most 63 hexadecimal characters that
+// differ from node to node as a cloud's do, so that they compress no better.
 func nodeName(i, length int) string {
 	short := fmt.Sprintf("linux-%d", i)
 	if length <= len(short) {
@@ -79,14 +84,15 @@ func nodeName(i, length int) string {
 	}
 	var b strings.Builder
 	b.WriteString(short)
-	for b.Len() < length {
+	for seq := 0; b.Len() < length; seq++ {
 		label := min(63, length-b.Len()-1)
 		if label <= 0 {
 			b.WriteString("x")
 			continue
 		}
+		sum := sha256.Sum256(fmt.Appendf(nil, "%d/%d", i, seq))
 		b.WriteString(".")
-		b.WriteString(strings.Repeat("n", label))
+		b.WriteString(strings.Repeat(hex.EncodeToString(sum[:]), 2)[:label])
 	}
 	return b.String()
 }
