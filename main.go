@@ -23,7 +23,7 @@ import (
 
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/plugin"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/internal/version"
 )
 
@@ -159,7 +159,7 @@ func operatorFlags() (*flag.FlagSet, *operatorOptions) {
 	fs := flag.NewFlagSet("winready", flag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; in a pod the service account is used")
 	fs.StringVar(&o.namespace, "namespace", "winready-system", "the operator's namespace: leader election lease and the record of the originals")
-	fs.StringVar(&o.probeNamespace, "probe-namespace", preflight.DefaultProbeNamespace, "namespace of the probe rounds (privileged Pod Security level, guarded by an admission policy)")
+	fs.StringVar(&o.probeNamespace, "probe-namespace", round.DefaultNamespace, "namespace of the probe rounds (privileged Pod Security level, guarded by an admission policy)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so that only one replica changes the cluster")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
@@ -237,6 +237,11 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	// As in a pod (ctrl.GetConfig): no client-side rate limit, the API
+	// server's priority and fairness decides; a round writes a plan a node.
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
 	}
 	return cfg, nil
 }

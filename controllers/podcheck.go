@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,15 +13,14 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/podcheck"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 )
 
-// The pod network check's rights: its pods, their Service and its plan in
-// the probe namespace (reports are ConfigMaps the probe's rules cover).
+// The pod network check's rights: its pods and their Service in the probe
+// namespace (plans and reports are ConfigMaps the probe's rules cover).
 // +kubebuilder:rbac:groups=apps,namespace=winready-probe,resources=daemonsets,resourceNames=winready-podcheck,verbs=delete
 // +kubebuilder:rbac:groups="",namespace=winready-probe,resources=services,verbs=create
 // +kubebuilder:rbac:groups="",namespace=winready-probe,resources=services,resourceNames=winready-podcheck,verbs=get;delete
-// +kubebuilder:rbac:groups="",namespace=winready-probe,resources=configmaps,resourceNames=winready-podcheck,verbs=get;delete
 
 // BaselineCheck is the trigger of the round before the first change.
 const BaselineCheck v1alpha1.StepName = "Baseline"
@@ -44,11 +41,12 @@ const podCheckPoll = 5 * time.Second
 
 // checkPodNetwork proves the pod network before the first change (trigger
 // BaselineCheck) and after a disruptive step has settled (its name). It
-// starts a round, pairs the pods once they serve, collects their reports and
-// compares them with the baseline. done is true once the round for trigger
-// passed, or the check is disabled. A round worse than the baseline stalls
-// the migration with the diagnosis (spec.podNetworkCheck.onFailure Stop), or
-// asks for the step to be reverted (Revert: see podCheckRevertDue).
+// starts a round, in which the pods are paired once they serve, and judges
+// their reports against the baseline. done is true once the round for
+// trigger passed, or the check is disabled. A round worse than the baseline
+// stalls the migration with the diagnosis (spec.podNetworkCheck.onFailure
+// Stop), or asks for the step to be reverted (Revert: see
+// podCheckRevertDue).
 func (p *pass) checkPodNetwork(ctx context.Context, trigger v1alpha1.StepName) (done bool, res ctrl.Result, err error) {
 	st := p.podCheckStatus()
 	if p.wr.Spec.PodNetworkCheck.Disabled {
@@ -59,18 +57,15 @@ func (p *pass) checkPodNetwork(ctx context.Context, trigger v1alpha1.StepName) (
 	if trigger != BaselineCheck && slices.Contains(st.Passed, trigger) {
 		return true, ctrl.Result{}, nil
 	}
-	round := p.podCheckRound(trigger)
+	r := p.podCheckRound(trigger)
 	now := p.r.Clock.Now()
 	switch {
-	case round == nil || !strings.HasSuffix(round.Round, roundSuffix(p.wr.Annotations[RerunPodCheckAnnotation])):
+	case r == nil || !p.podCheckRerunSeen(r):
 		return false, ctrl.Result{RequeueAfter: podCheckPoll}, p.startPodCheck(ctx, trigger, now)
-	case round.PlannedAt == nil:
-		res, err := p.pairPodCheck(ctx, round, now)
-		return false, res, err
-	case round.CompletedAt == nil:
-		return p.collectPodCheck(ctx, round, now)
-	case round.Worse && (trigger != BaselineCheck || round.Paired == 0):
-		p.podCheckFailed(round)
+	case r.CompletedAt == nil:
+		return p.collectPodCheck(ctx, r, now)
+	case r.Worse && (trigger != BaselineCheck || r.Paired == 0):
+		p.podCheckFailed(r)
 		return false, ctrl.Result{}, nil
 	}
 	return true, ctrl.Result{}, nil
@@ -96,6 +91,12 @@ func (p *pass) podCheckRound(trigger v1alpha1.StepName) *v1alpha1.PodCheckRound 
 	return nil
 }
 
+// podCheckRerunSeen says whether r ran for the rerun annotation as it is:
+// a new value asks for a new round.
+func (p *pass) podCheckRerunSeen(r *v1alpha1.PodCheckRound) bool {
+	return round.TokenOfState(&r.RoundState) == round.TokenOf(p.wr.Annotations[RerunPodCheckAnnotation])
+}
+
 func (p *pass) podCheckTimeout() time.Duration {
 	if t := p.wr.Spec.PodNetworkCheck.Timeout; t != nil {
 		return t.Duration
@@ -103,34 +104,39 @@ func (p *pass) podCheckTimeout() time.Duration {
 	return DefaultPodCheckTimeout
 }
 
-func (p *pass) podCheckConfig() preflight.RoundConfig {
-	return preflight.RoundConfig{Namespace: p.r.ProbeNamespace, Image: p.r.ProbeImage, Duration: p.podCheckTimeout()}
-}
-
-func (p *pass) podCheckOwner() []metav1.OwnerReference {
-	return []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "WindowsReadiness", Name: p.wr.Name, UID: p.wr.UID}}
+// podCheckEngine is the round engine for the check, and the spec of round
+// id: the pods serve within half the timeout, and test and report within
+// the rest; a round after a step tests the baseline's pairs.
+func (p *pass) podCheckEngine(id round.ID, token round.Token) (*podcheck.Engine, round.Spec[podcheck.Params]) {
+	ns := p.r.ProbeNamespace
+	return &podcheck.Engine{Kind: podcheck.RoundKind, Client: p.r.Client, Reader: p.r.APIReader, Namespace: ns, Image: p.r.ProbeImage},
+		round.Spec[podcheck.Params]{ID: id, Token: token, Seed: p.podCheckStatus().Seed, Timeout: p.podCheckTimeout(), Owner: round.Owner(p.wr),
+			Params: func(ctx context.Context) (podcheck.Params, error) {
+				svc, err := podcheck.ServiceAddr(ctx, p.r.APIReader, ns)
+				return podcheck.Params{Service: svc, DNSName: podcheck.DNSName}, err
+			}}
 }
 
 // startPodCheck starts a round on every Linux node: its pods and Service.
 func (p *pass) startPodCheck(ctx context.Context, trigger v1alpha1.StepName, now time.Time) error {
-	nodes, err := preflight.ListLinuxNodes(ctx, p.r.APIReader)
-	if err != nil {
-		return fmt.Errorf("pod network check: %w", err)
-	}
-	id := preflight.RoundID(p.wr.Generation, now) + roundSuffix(p.wr.Annotations[RerunPodCheckAnnotation])
-	if err := podcheck.Start(ctx, p.r.Client, p.podCheckConfig(), id, p.podCheckOwner()); err != nil {
-		return fmt.Errorf("pod network check: %w", err)
-	}
+	r := &v1alpha1.PodCheckRound{Trigger: string(trigger)}
+	id := round.NewID(p.wr.Generation, now)
 	st := p.podCheckStatus()
-	started := metav1.NewTime(now)
-	round := &v1alpha1.PodCheckRound{Round: id, Trigger: string(trigger), StartedAt: &started, Nodes: int32(len(nodes))}
 	if trigger == BaselineCheck {
-		st.Baseline, st.Seed = round, id
-	} else {
-		st.Last = round
+		// Every later round tests the pairs the baseline tested.
+		st.Seed = string(id)
 	}
-	p.event(corev1.EventTypeNormal, "PodNetworkCheckStarted", string(trigger), "checking the pod network between %d Linux nodes (round %s)", len(nodes), id)
-	p.progress(conditions.ReasonProgressing, fmt.Sprintf("%s: starting the pod network check pods on %d Linux nodes", podCheckLabel(trigger), len(nodes)))
+	e, spec := p.podCheckEngine(id, round.TokenOf(p.wr.Annotations[RerunPodCheckAnnotation]))
+	if err := e.Start(ctx, now, spec, &r.RoundState); err != nil {
+		return fmt.Errorf("pod network check: %w", err)
+	}
+	if trigger == BaselineCheck {
+		st.Baseline = r
+	} else {
+		st.Last = r
+	}
+	p.event(corev1.EventTypeNormal, "PodNetworkCheckStarted", string(trigger), "checking the pod network between %d Linux nodes (round %s)", r.Nodes, id)
+	p.progress(conditions.ReasonProgressing, fmt.Sprintf("%s: starting the pod network check pods on %d Linux nodes", podCheckLabel(trigger), r.Nodes))
 	return nil
 }
 
@@ -141,188 +147,83 @@ func podCheckLabel(trigger v1alpha1.StepName) string {
 	return "pod network check after step " + string(trigger)
 }
 
-// pairPodCheck waits for the pods to serve, then writes the plan pairing
-// those that do. Pods that do not serve by half the round's time are missing.
-func (p *pass) pairPodCheck(ctx context.Context, round *v1alpha1.PodCheckRound, now time.Time) (ctrl.Result, error) {
-	ns := p.r.ProbeNamespace
-	reports, err := podcheck.ReadReports(ctx, p.r.Client, ns, round.Round)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	deadline := round.StartedAt.Add(p.podCheckTimeout() / 2)
-	if len(reports) < int(round.Nodes) && now.Before(deadline) {
-		p.progress(conditions.ReasonProgressing, fmt.Sprintf("%s: %d of %d pods serve", podCheckLabel(v1alpha1.StepName(round.Trigger)), len(reports), round.Nodes))
-		return ctrl.Result{RequeueAfter: min(deadline.Sub(now), podCheckPoll)}, nil
-	}
-	svc, err := podcheck.ServiceAddr(ctx, p.r.APIReader, ns)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	pods := make([]preflight.ProbeNode, 0, len(reports))
-	for _, r := range reports {
-		pods = append(pods, preflight.ProbeNode{Name: r.Node, IP: r.PodIP})
-	}
-	if len(pods) == 0 {
-		return ctrl.Result{}, p.noPodServed(ctx, round, now)
-	}
-	plan := podcheck.Plan(p.podCheckConfig(), round.Round, p.podCheckStatus().Seed, pods, podcheck.PlanSettings{Service: svc, DNSName: podcheck.DNSName})
-	if err := podcheck.WritePlan(ctx, p.r.Client, ns, plan, p.podCheckOwner()); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := p.neverServed(ctx, round, pods); err != nil {
-		return ctrl.Result{}, err
-	}
-	planned := metav1.NewTime(now)
-	round.PlannedAt, round.Paired = &planned, int32(len(pods))
-	return ctrl.Result{RequeueAfter: podCheckPoll}, nil
-}
-
-// noPodServed ends a round in which no check pod served: the check proves
-// nothing, before the first change as after a step, so it stops the
-// migration.
-func (p *pass) noPodServed(ctx context.Context, round *v1alpha1.PodCheckRound, now time.Time) error {
-	if err := p.neverServed(ctx, round, nil); err != nil {
-		return err
-	}
-	completed := metav1.NewTime(now)
-	round.PlannedAt, round.CompletedAt, round.Worse = &completed, &completed, true
-	round.Diagnosis = boundedDiagnosis(fmt.Sprintf("no check pod served within %s on any of the %d Linux nodes: look at the pods of "+
-		"DaemonSet %s/%s (kubectl -n %s describe daemonset %s: admission, quota, image), then %s; or set spec.podNetworkCheck.disabled",
-		p.podCheckTimeout()/2, round.Nodes, p.r.ProbeNamespace, podcheck.Name, p.r.ProbeNamespace, podcheck.Name, rerunPodCheckCommand()))
-	p.podCheckFailed(round)
-	return podcheck.Cleanup(ctx, p.r.Client, p.r.ProbeNamespace)
-}
-
-// neverServed records the Linux nodes whose pod did not serve in time.
-func (p *pass) neverServed(ctx context.Context, round *v1alpha1.PodCheckRound, pods []preflight.ProbeNode) error {
-	nodes, err := preflight.ListLinuxNodes(ctx, p.r.APIReader)
-	if err != nil {
-		return fmt.Errorf("pod network check: %w", err)
-	}
-	served := make(map[string]bool, len(pods))
-	for _, pod := range pods {
-		served[pod.Name] = true
-	}
-	round.Missing = nil
-	for _, n := range nodes {
-		if !served[n.Name] && len(round.Missing) < v1alpha1.MaxListed {
-			round.Missing = append(round.Missing, n.Name)
-		}
-	}
-	return nil
-}
-
-// collectPodCheck waits for the pods' reports, then compares them with the
-// baseline, saves the outcome and removes the round.
-func (p *pass) collectPodCheck(ctx context.Context, round *v1alpha1.PodCheckRound, now time.Time) (bool, ctrl.Result, error) {
-	ns := p.r.ProbeNamespace
-	reports, err := podcheck.ReadReports(ctx, p.r.Client, ns, round.Round)
+// collectPodCheck pairs the pods once they serve, waits for their reports,
+// then compares them with the baseline, saves the outcome and removes the
+// round.
+func (p *pass) collectPodCheck(ctx context.Context, r *v1alpha1.PodCheckRound, now time.Time) (bool, ctrl.Result, error) {
+	trigger := v1alpha1.StepName(r.Trigger)
+	e, spec := p.podCheckEngine(round.ID(r.Round), round.TokenOfState(&r.RoundState))
+	progress, err := e.Advance(ctx, now, spec, &r.RoundState)
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
-	done := 0
-	for _, r := range reports {
-		if r.Stage == podcheck.StageDone {
-			done++
-		}
+	if progress.Unpaired != nil || progress.NoneServed {
+		// The Linux nodes whose pod did not serve in time.
+		r.Missing = round.FirstListed(progress.Unpaired)
 	}
-	deadline := round.StartedAt.Add(p.podCheckTimeout())
-	trigger := v1alpha1.StepName(round.Trigger)
-	if done < int(round.Paired) && now.Before(deadline) {
-		p.progress(conditions.ReasonProgressing, fmt.Sprintf("%s: %d of %d pods reported", podCheckLabel(trigger), done, round.Paired))
-		return false, ctrl.Result{RequeueAfter: min(deadline.Sub(now), podCheckPoll)}, nil
+	switch {
+	case progress.NoneServed:
+		return false, ctrl.Result{}, p.noPodServed(ctx, e, r, now)
+	case progress.Stage == round.Pairing:
+		p.progress(conditions.ReasonProgressing, fmt.Sprintf("%s: %d of %d pods serve", podCheckLabel(trigger), progress.Reported, progress.Expected))
+		return false, ctrl.Result{RequeueAfter: min(progress.Wait, podCheckPoll)}, nil
+	case progress.Stage == round.Collecting:
+		p.progress(conditions.ReasonProgressing, fmt.Sprintf("%s: %d of %d pods reported", podCheckLabel(trigger), progress.Reported, progress.Expected))
+		return false, ctrl.Result{RequeueAfter: min(progress.Wait, podCheckPoll)}, nil
 	}
-	pods, plan, err := podcheck.ReadPlan(ctx, p.r.APIReader, ns, round.Round)
+	res, ok, err := e.Results(ctx, &r.RoundState)
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
-	if pods == nil {
-		// The plan is gone (removed by hand, or replaced): check again.
+	if !ok {
+		// The plans are gone (removed by hand, or replaced): check again.
 		return false, ctrl.Result{RequeueAfter: podCheckPoll}, p.startPodCheck(ctx, trigger, now)
 	}
-	p.judge(round, podcheck.Aggregate(pods, plan, reports))
+	st := p.podCheckStatus()
+	var baseline *v1alpha1.PodCheckRound
+	if r != st.Baseline {
+		baseline = st.Baseline
+	}
+	podcheck.Judge(r, res, baseline, rerunPodCheckCommand())
 	completed := metav1.NewTime(now)
-	round.CompletedAt = &completed
-	if !round.Worse && trigger != BaselineCheck {
-		st := p.podCheckStatus()
+	r.CompletedAt = &completed
+	if !r.Worse && trigger != BaselineCheck {
 		st.Passed = append(slices.DeleteFunc(st.Passed, func(s v1alpha1.StepName) bool { return s == trigger }), trigger)
 	}
-	if round.Worse && trigger != BaselineCheck {
-		p.podCheckFailed(round)
+	if r.Worse && trigger != BaselineCheck {
+		p.podCheckFailed(r)
 	}
 	// The reports go only once the status that sums them up is saved.
 	p.wr.Status.Phase = conditions.Phase(p.wr)
 	if err := p.persist(ctx); err != nil {
 		return false, ctrl.Result{}, err
 	}
-	if err := podcheck.Cleanup(ctx, p.r.Client, ns); err != nil {
+	if err := e.Cleanup(ctx); err != nil {
 		return false, ctrl.Result{}, err
 	}
 	kind := corev1.EventTypeNormal
-	if round.FailingPairs > 0 || round.Worse {
+	if r.FailingPairs > 0 || r.Worse {
 		kind = corev1.EventTypeWarning
 	}
-	p.event(kind, "PodNetworkChecked", round.Trigger, "%s", bounded(podCheckLabel(trigger)+": "+round.Diagnosis))
-	if round.Worse && trigger != BaselineCheck {
+	p.event(kind, "PodNetworkChecked", r.Trigger, "%s", bounded(podCheckLabel(trigger)+": "+r.Diagnosis))
+	if r.Worse && trigger != BaselineCheck {
 		return false, ctrl.Result{}, nil
 	}
 	return true, ctrl.Result{}, nil
 }
 
-// judge fills a finished round from the pods' reports, compared pair by
-// pair with the baseline.
-func (p *pass) judge(round *v1alpha1.PodCheckRound, sum podcheck.Summary) {
-	in := podcheck.Input{After: sum.Pairs, PodMTU: sum.PodMTU, Rerun: rerunPodCheckCommand()}
-	missing := append(slices.Clone(round.Missing), sum.Missing...)
-	in.DNSFailing, in.ServiceFailing, in.Missing = sum.DNSFailing, sum.ServiceFailing, missing
-	if base := p.podCheckStatus().Baseline; base != nil && round != base {
-		for _, f := range base.Failing {
-			in.Baseline = append(in.Baseline, pairOf(f))
-		}
-		in.DNSFailing = without(sum.DNSFailing, base.DNSFailing)
-		in.ServiceFailing = without(sum.ServiceFailing, base.ServiceFailing)
-		in.Missing = without(missing, base.Missing)
-	}
-	d := podcheck.Diagnose(in)
-	round.PodMTU, round.TestedPairs = int32(sum.PodMTU), int32(len(sum.Pairs))
-	round.FailingPairs = int32(len(sum.Pairs) - d.Counts[podcheck.VerdictPass])
-	round.WorsePairs = round.FailingPairs - int32(d.Counts[podcheck.VerdictAsBaseline])
-	round.Failing = nil
-	for _, v := range d.Listed {
-		round.Failing = append(round.Failing, v1alpha1.PodPairResult{From: v.From, To: v.To, Verdict: v1alpha1.PodCheckVerdict(v.Verdict),
-			Checks: v.Checks(), PathMTU: int32(v.PathMTU)})
-	}
-	round.DNSFailing, round.ServiceFailing = firstListed(sum.DNSFailing), firstListed(sum.ServiceFailing)
-	round.Missing = firstListed(missing)
-	round.Worse, round.Diagnosis = d.Worse, boundedDiagnosis(d.Message)
-}
-
-func pairOf(f v1alpha1.PodPairResult) podcheck.Pair {
-	c := strings.Split(f.Checks+",,", ",")
-	return podcheck.Pair{From: f.From, To: f.To, ICMP: podcheck.Outcome(c[0]), TCPSmall: podcheck.Outcome(c[1]),
-		TCPFull: podcheck.Outcome(c[2]), PathMTU: int(f.PathMTU)}
-}
-
-// without is names less those in the baseline's list.
-func without(names, baseline []string) []string {
-	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(baseline, n) })
-}
-
-func firstListed(names []string) []string { return names[:min(len(names), v1alpha1.MaxListed)] }
-
-// maxDiagnosis is the CRD's limit on a round's diagnosis.
-const maxDiagnosis = 2048
-
-// boundedDiagnosis cuts a diagnosis to its field's limit.
-func boundedDiagnosis(s string) string {
-	if len(s) <= maxDiagnosis {
-		return s
-	}
-	cut := maxDiagnosis - len(" ...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + " ..."
+// noPodServed ends a round in which no check pod served: the check proves
+// nothing, before the first change as after a step, so it stops the
+// migration.
+func (p *pass) noPodServed(ctx context.Context, e *podcheck.Engine, r *v1alpha1.PodCheckRound, now time.Time) error {
+	completed := metav1.NewTime(now)
+	r.PlannedAt, r.CompletedAt, r.Worse = &completed, &completed, true
+	r.Diagnosis = round.Truncate(fmt.Sprintf("no check pod served within %s on any of the %d Linux nodes: look at the pods of "+
+		"DaemonSet %s/%s (kubectl -n %s describe daemonset %s: admission, quota, image), then %s; or set spec.podNetworkCheck.disabled",
+		p.podCheckTimeout()/2, r.Nodes, p.r.ProbeNamespace, podcheck.Name, p.r.ProbeNamespace, podcheck.Name, rerunPodCheckCommand()),
+		podcheck.MaxDiagnosis)
+	p.podCheckFailed(r)
+	return e.Cleanup(ctx)
 }
 
 func rerunPodCheckCommand() string {
@@ -359,7 +260,7 @@ func (p *pass) podCheckRevertDue() (v1alpha1.StepName, bool) {
 	st := p.podCheckStatus()
 	last := st.Last
 	if p.wr.Spec.PodNetworkCheck.OnFailure != v1alpha1.PodCheckRevert || last == nil || last.CompletedAt == nil || !last.Worse ||
-		!strings.HasSuffix(last.Round, roundSuffix(p.wr.Annotations[RerunPodCheckAnnotation])) {
+		!p.podCheckRerunSeen(last) {
 		return "", false
 	}
 	step := v1alpha1.StepName(last.Trigger)
@@ -381,25 +282,35 @@ func (p *pass) podCheckReverted(step v1alpha1.StepName) {
 // consults it, so that a reverted step is not applied again by itself.
 func (p *pass) podCheckBlocked(step v1alpha1.StepName) (reason, why string) {
 	st := p.wr.Status.PodNetworkCheck
-	if st == nil || st.Last == nil || st.Last.Trigger != string(step) || !st.Last.Worse ||
-		!strings.HasSuffix(st.Last.Round, roundSuffix(p.wr.Annotations[RerunPodCheckAnnotation])) {
+	if st == nil || st.Last == nil || st.Last.Trigger != string(step) || !st.Last.Worse || !p.podCheckRerunSeen(st.Last) {
 		return "", ""
 	}
 	return ReasonPodNetworkCheckFailed, fmt.Sprintf("the pod network got worse after this step; fix it, then %s", rerunPodCheckCommand())
 }
 
 // stopPodCheck removes a round still running, when the spec no longer wants
-// it (disabled, paused, rolled back).
+// it (disabled, paused, a dry run, rolled back).
 func (p *pass) stopPodCheck(ctx context.Context) error {
 	prev := p.before.Status.PodNetworkCheck
-	running := func(r *v1alpha1.PodCheckRound) bool { return r != nil && r.CompletedAt == nil }
-	if prev == nil || (!running(prev.Baseline) && !running(prev.Last)) {
+	if prev == nil {
 		return nil
 	}
-	if err := podcheck.Cleanup(ctx, p.r.Client, p.r.ProbeNamespace); err != nil {
-		return err
+	stopped := false
+	for _, r := range []*v1alpha1.PodCheckRound{prev.Baseline, prev.Last} {
+		if r == nil || stopped {
+			continue
+		}
+		e, _ := p.podCheckEngine(round.ID(r.Round), "")
+		var err error
+		if stopped, err = e.Stop(ctx, &r.RoundState); err != nil {
+			return err
+		}
+	}
+	if !stopped {
+		return nil
 	}
 	st := p.podCheckStatus()
+	running := func(r *v1alpha1.PodCheckRound) bool { return r != nil && r.CompletedAt == nil }
 	if running(st.Baseline) {
 		st.Baseline = nil
 	}

@@ -2,8 +2,8 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"hash/fnv"
 	"net/netip"
 	"sort"
 	"strings"
@@ -15,7 +15,8 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/probe"
+	"github.com/winready/winready/internal/round"
 )
 
 // RerunPreflightAnnotation asks for a new preflight: any new value does.
@@ -24,24 +25,17 @@ const RerunPreflightAnnotation = "winready.io/rerun-preflight"
 // DefaultProbeTimeout matches the CRD default of spec.preflight.probeTimeout.
 const DefaultProbeTimeout = 30 * time.Second
 
-// probeStartGrace is how long agents may take to be scheduled and start,
-// on top of the probe timeout, before a node's report counts as missing.
-const probeStartGrace = 60 * time.Second
-
 // probeNetwork runs the UDP 4789 probe round and reports whether it passed.
 // A round is run for each spec generation and rerun request; while it runs
 // the reports wake the reconciler. A failed round stalls the migration and is
 // tried again after the preflight retry interval.
 func (p *pass) probeNetwork(ctx context.Context) (bool, ctrl.Result, error) {
-	spec := p.wr.Spec.Preflight
 	prev := p.before.Status.Preflight
 	var st *v1alpha1.ProbeStatus
 	if prev != nil && prev.Probe != nil {
 		st = prev.Probe.DeepCopy()
 	}
-	trigger := p.wr.Annotations[RerunPreflightAnnotation]
-
-	if spec.SkipNetworkProbe {
+	if p.wr.Spec.Preflight.SkipNetworkProbe {
 		if err := p.stopProbe(ctx); err != nil {
 			return false, ctrl.Result{}, err
 		}
@@ -54,13 +48,14 @@ func (p *pass) probeNetwork(ctx context.Context) (bool, ctrl.Result, error) {
 	}
 
 	now := p.r.Clock.Now()
-	fresh := st != nil && !st.Skipped && st.Generation == p.wr.Generation && st.Round != "" &&
-		strings.HasSuffix(st.Round, roundSuffix(trigger))
+	token := round.TokenOf(p.wr.Annotations[RerunPreflightAnnotation])
+	fresh := st != nil && !st.Skipped && st.Generation == p.wr.Generation &&
+		round.StageOf(&st.RoundState) != round.NotStarted && round.TokenOfState(&st.RoundState) == token
 	if fresh && st.CompletedAt != nil && failed(st) && now.Sub(st.CompletedAt.Time) >= p.r.preflightRetry() {
 		fresh = false
 	}
 	if !fresh {
-		result, err := p.startProbe(ctx, now, trigger)
+		result, err := p.startProbe(ctx, now, token)
 		return false, result, err
 	}
 	p.wr.Status.Preflight.Probe = st
@@ -74,15 +69,6 @@ func (p *pass) probeNetwork(ctx context.Context) (bool, ctrl.Result, error) {
 	return true, ctrl.Result{}, nil
 }
 
-func roundSuffix(trigger string) string {
-	if trigger == "" {
-		return ""
-	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(trigger))
-	return fmt.Sprintf("-r%x", h.Sum32())
-}
-
 func failed(st *v1alpha1.ProbeStatus) bool { return st.FailingPairs > 0 || st.MissingReports > 0 }
 
 func (p *pass) probeTimeout() time.Duration {
@@ -92,18 +78,18 @@ func (p *pass) probeTimeout() time.Duration {
 	return DefaultProbeTimeout
 }
 
-func (p *pass) extraTargets() []netip.Addr {
+// probeRound is the round engine for the probe, and the spec of round id:
+// the agents probe for spec.preflight.probeTimeout.
+func (p *pass) probeRound(id round.ID, token round.Token) (*probe.Engine, round.Spec[probe.Params]) {
 	var extra []netip.Addr
 	for _, e := range p.wr.Spec.Preflight.ExtraTargets {
 		if a, err := netip.ParseAddr(string(e)); err == nil {
 			extra = append(extra, a)
 		}
 	}
-	return extra
-}
-
-func (p *pass) roundConfig() preflight.RoundConfig {
-	return preflight.RoundConfig{Namespace: p.r.ProbeNamespace, Image: p.r.ProbeImage, Duration: p.probeTimeout(), Extra: p.extraTargets()}
+	return &probe.Engine{Kind: probe.RoundKind, Client: p.r.Client, Reader: p.r.APIReader, Namespace: p.r.ProbeNamespace, Image: p.r.ProbeImage},
+		round.Spec[probe.Params]{ID: id, Token: token, Timeout: round.TimeoutFor(p.probeTimeout()), Owner: round.Owner(p.wr),
+			Params: func(context.Context) (probe.Params, error) { return probe.Params{Extra: extra}, nil }}
 }
 
 // maxProbeStartAttempts bounds the tries to start a round (each after the
@@ -112,14 +98,10 @@ func (p *pass) roundConfig() preflight.RoundConfig {
 const maxProbeStartAttempts = 5
 
 // startProbe starts a new round on every Linux node.
-func (p *pass) startProbe(ctx context.Context, now time.Time, trigger string) (ctrl.Result, error) {
-	nodes, err := preflight.ListLinuxNodes(ctx, p.r.APIReader)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("preflight: listing nodes: %w", err)
-	}
-	round := preflight.RoundID(p.wr.Generation, now) + roundSuffix(trigger)
-	owner := []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "WindowsReadiness", Name: p.wr.Name, UID: p.wr.UID}}
-	if err := preflight.StartRound(ctx, p.r.Client, p.roundConfig(), round, nodes, owner); err != nil {
+func (p *pass) startProbe(ctx context.Context, now time.Time, token round.Token) (ctrl.Result, error) {
+	st := &v1alpha1.ProbeStatus{Generation: p.wr.Generation}
+	e, spec := p.probeRound(round.NewID(p.wr.Generation, now), token)
+	if err := e.Start(ctx, now, spec, &st.RoundState); err != nil {
 		if attempts := p.r.retries.attempts() + 1; attempts >= maxProbeStartAttempts {
 			msg := fmt.Sprintf("preflight failed, nothing was changed: the UDP 4789 probe could not be started in %d attempts: %v. "+
 				"Fix what the API server says (an admission policy refusing hostNetwork pods, a quota, the probe image), then "+
@@ -133,22 +115,21 @@ func (p *pass) startProbe(ctx context.Context, now time.Time, trigger string) (c
 		}
 		return ctrl.Result{}, fmt.Errorf("preflight: starting the UDP 4789 probe: %w", err)
 	}
-	started := metav1.NewTime(now)
-	p.wr.Status.Preflight.Probe = &v1alpha1.ProbeStatus{Round: round, Generation: p.wr.Generation, StartedAt: &started, Nodes: int32(len(nodes))}
-	p.event(corev1.EventTypeNormal, "NetworkProbeStarted", "Preflight", "probing UDP 4789 between %d Linux nodes (round %s)", len(nodes), round)
-	p.progress(conditions.ReasonProgressing, fmt.Sprintf("preflight: probing UDP 4789 between %d Linux nodes", len(nodes)))
-	return ctrl.Result{RequeueAfter: p.probeTimeout() + probeStartGrace}, nil
+	p.wr.Status.Preflight.Probe = st
+	p.event(corev1.EventTypeNormal, "NetworkProbeStarted", "Preflight", "probing UDP 4789 between %d Linux nodes (round %s)", st.Nodes, st.Round)
+	p.progress(conditions.ReasonProgressing, fmt.Sprintf("preflight: probing UDP 4789 between %d Linux nodes", st.Nodes))
+	return ctrl.Result{RequeueAfter: spec.Timeout}, nil
 }
 
-// stopProbe removes the agents, the plan and the reports of a round that is
-// still running, when the spec no longer wants it (skipped, paused, rolled
-// back).
+// stopProbe removes the agents, the plans and the reports of a round that
+// is still running, when the spec no longer wants it.
 func (p *pass) stopProbe(ctx context.Context) error {
 	prev := p.before.Status.Preflight
-	if prev == nil || prev.Probe == nil || prev.Probe.Skipped || prev.Probe.Round == "" || prev.Probe.CompletedAt != nil {
+	if prev == nil || prev.Probe == nil || prev.Probe.Skipped {
 		return nil
 	}
-	if err := preflight.Cleanup(ctx, p.r.Client, p.r.ProbeNamespace); err != nil {
+	e, _ := p.probeRound(round.ID(prev.Probe.Round), "")
+	if stopped, err := e.Stop(ctx, &prev.Probe.RoundState); err != nil || !stopped {
 		return err
 	}
 	if pf := p.wr.Status.Preflight; pf != nil {
@@ -158,30 +139,36 @@ func (p *pass) stopProbe(ctx context.Context) error {
 	return nil
 }
 
-// collectProbe waits for the reports of a round and aggregates them once
-// every node has reported or the round's time is up.
+// stopRounds stops the rounds under way, the probe's and the pod network
+// check's, when the spec wants none (paused, a dry run, a rollback).
+func (p *pass) stopRounds(ctx context.Context) error {
+	return errors.Join(p.stopProbe(ctx), p.stopPodCheck(ctx))
+}
+
+// collectProbe waits for the reports of a round and judges them once every
+// node has reported or the round's time is up.
 func (p *pass) collectProbe(ctx context.Context, st *v1alpha1.ProbeStatus, now time.Time) (bool, ctrl.Result, error) {
-	reports, failures, err := preflight.ReadReports(ctx, p.r.Client, p.r.ProbeNamespace, st.Round)
+	e, spec := p.probeRound(round.ID(st.Round), round.TokenOfState(&st.RoundState))
+	progress, err := e.Advance(ctx, now, spec, &st.RoundState)
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
-	deadline := st.StartedAt.Add(p.probeTimeout() + probeStartGrace)
-	if got := len(reports) + len(failures); got < int(st.Nodes) && now.Before(deadline) {
-		p.progress(conditions.ReasonProgressing, fmt.Sprintf("preflight: probing UDP 4789, %d of %d nodes reported", got, st.Nodes))
-		return false, ctrl.Result{RequeueAfter: deadline.Sub(now)}, nil
+	if progress.Stage != round.Complete {
+		p.progress(conditions.ReasonProgressing, fmt.Sprintf("preflight: probing UDP 4789, %d of %d nodes reported", progress.Reported, progress.Expected))
+		return false, ctrl.Result{RequeueAfter: progress.Wait}, nil
 	}
-	// Count against the plan the agents were given, not the nodes of now.
-	nodes, plan, err := preflight.ReadPlan(ctx, p.r.APIReader, p.r.ProbeNamespace, st.Round)
+	res, ok, err := e.Results(ctx, &st.RoundState)
 	if err != nil {
 		return false, ctrl.Result{}, err
 	}
-	if nodes == nil {
-		// The plan is gone (removed by hand, or a round replaced it): probe again.
-		result, err := p.startProbe(ctx, now, p.wr.Annotations[RerunPreflightAnnotation])
+	if !ok {
+		// The plans are gone (removed by hand, or a round replaced them):
+		// probe again.
+		result, err := p.startProbe(ctx, now, round.TokenOf(p.wr.Annotations[RerunPreflightAnnotation]))
 		return false, result, err
 	}
-	result := preflight.Aggregate(nodes, plan, p.extraTargets(), reports)
-	result.Round, result.Generation, result.StartedAt = st.Round, st.Generation, st.StartedAt
+	result := probe.Judge(res)
+	result.RoundState, result.Generation = st.RoundState, st.Generation
 	completed := metav1.NewTime(now)
 	result.CompletedAt = &completed
 	p.wr.Status.Preflight.Probe = &result
@@ -194,11 +181,11 @@ func (p *pass) collectProbe(ctx context.Context, st *v1alpha1.ProbeStatus, now t
 	if err := p.persist(ctx); err != nil {
 		return false, ctrl.Result{}, err
 	}
-	if err := preflight.Cleanup(ctx, p.r.Client, p.r.ProbeNamespace); err != nil {
+	if err := e.Cleanup(ctx); err != nil {
 		return false, ctrl.Result{}, err
 	}
 	if failed(&result) {
-		p.event(corev1.EventTypeWarning, "NetworkProbeFailed", "Preflight", "%s", probeMessage(&result, failures))
+		p.event(corev1.EventTypeWarning, "NetworkProbeFailed", "Preflight", "%s", probeMessage(&result, res.Failed))
 		return false, ctrl.Result{RequeueAfter: p.r.preflightRetry()}, nil
 	}
 	p.event(corev1.EventTypeNormal, "NetworkProbePassed", "Preflight", "UDP 4789 passed on all %d probed pairs", result.PassedPairs)

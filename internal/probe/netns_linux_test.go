@@ -142,7 +142,7 @@ func (b *testbed) roundWith(nodes []int, extra []netip.Addr, during func(ctx con
 	defer func() { cancel(); alongside.Wait() }()
 	for addr, a := range agents {
 		wg.Go(func() {
-			r := a.Run(context.Background())
+			r := a.Run(context.Background(), nil)
 			mu.Lock()
 			results[addr] = r
 			mu.Unlock()

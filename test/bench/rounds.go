@@ -396,14 +396,15 @@ func (f *fleet) start(ctx context.Context, ds *appsv1.DaemonSet, agents *sync.Wa
 	f.running[ds.Name] = cancel
 	f.mu.Unlock()
 	starting := make(chan struct{}, startBurst)
+	net := &network{}
 	for _, n := range f.nodes {
 		agents.Go(func() {
 			var err error
 			switch ds.Name {
 			case probeAgents:
-				err = runProbeAgent(ctx, c, ds, n, starting)
+				err = runProbeAgent(ctx, c, ds, n, starting, net)
 			case podCheckAgents:
-				err = runPodCheckAgent(ctx, c, ds, n, starting)
+				err = runPodCheckAgent(ctx, c, ds, n, starting, net)
 			}
 			if err != nil && ctx.Err() == nil {
 				fmt.Fprintf(os.Stderr, "bench: %s agent on %s: %v\n", ds.Name, n.Name, err)

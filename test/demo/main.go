@@ -34,12 +34,12 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 )
 
 // operatorNamespace is where winready records the originals; its probe
-// rounds run in preflight.DefaultProbeNamespace.
+// rounds run in round.DefaultNamespace.
 const operatorNamespace = "winready-system"
 
 func main() {
@@ -102,7 +102,7 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	}
 
 	fmt.Println("seeding the Calico cluster: 3 Linux nodes, pool 172.20.0.0/16 VXLANCrossSubnet, BGP Enabled, strictAffinity off")
-	for _, ns := range []string{operatorNamespace, preflight.DefaultProbeNamespace} {
+	for _, ns := range []string{operatorNamespace, round.DefaultNamespace} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return err
 		}
@@ -115,7 +115,7 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	// The simulated nodes answer the UDP 4789 probe through the same API as
 	// real agents.
 	simMgr, _, _, err := calicosim.NewManager(cfg, scheme,
-		calicosim.Options{RolloutStep: 300 * time.Millisecond, StatusLag: 200 * time.Millisecond}, preflight.DefaultProbeNamespace)
+		calicosim.Options{RolloutStep: 300 * time.Millisecond, StatusLag: 200 * time.Millisecond}, round.DefaultNamespace)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	// winready's manager, wired as main.go wires it.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
-		Cache:   controllers.CacheOptions(preflight.DefaultProbeNamespace),
+		Cache:   controllers.CacheOptions(round.DefaultNamespace),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
