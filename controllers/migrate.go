@@ -36,11 +36,15 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 			return ctrl.Result{RequeueAfter: p.r.preflightRetry()}, err
 		}
 		if p.wr.Spec.DryRun {
+			// A dry run changes nothing and runs no agents.
+			if err := p.stopRounds(ctx); err != nil {
+				return ctrl.Result{}, err
+			}
 			return ctrl.Result{}, p.dryRun(ctx, inst, steps)
 		}
 		if p.wr.Spec.Paused {
 			// No probe round while paused: it would run agents on every node.
-			if err := errors.Join(p.stopProbe(ctx), p.stopPodCheck(ctx)); err != nil {
+			if err := p.stopRounds(ctx); err != nil {
 				return ctrl.Result{}, err
 			}
 			return p.conclude(ctx, phase.BlockedBy(conditions.ReasonPaused,
@@ -71,6 +75,9 @@ func (p *pass) migrate(ctx context.Context, inst *operatorv1.Installation) (ctrl
 	}
 
 	if p.wr.Spec.DryRun {
+		if err := p.stopRounds(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
 		return ctrl.Result{}, p.planOnly(ctx, in, steps)
 	}
 	if step, due := p.podCheckRevertDue(); due {
