@@ -130,22 +130,24 @@ func indexBlocks(ctx context.Context, indexer client.FieldIndexer, d preflight.D
 	}
 	switch {
 	case api.V3["ipamblocks"]:
-		return indexer.IndexField(ctx, &calicov3.IPAMBlock{}, blockHostIndex, func(obj client.Object) []string {
-			return hostOf(obj.(*calicov3.IPAMBlock).Spec.Affinity)
-		})
+		return indexer.IndexField(ctx, &calicov3.IPAMBlock{}, blockHostIndex, blockHost)
 	case api.V1["ipamblocks"]:
-		return indexer.IndexField(ctx, crdIPAMBlock(), blockHostIndex, func(obj client.Object) []string {
-			affinity, ok, _ := unstructured.NestedString(obj.(*unstructured.Unstructured).Object, "spec", "affinity")
-			if !ok {
-				return nil
-			}
-			return hostOf(&affinity)
-		})
+		return indexer.IndexField(ctx, crdIPAMBlock(), blockHostIndex, blockHost)
 	}
 	return nil
 }
 
-func hostOf(affinity *string) []string {
+// blockHost is the node an IPAM block is affine to, as the index holds it.
+func blockHost(obj client.Object) []string {
+	var affinity *string
+	switch b := obj.(type) {
+	case *calicov3.IPAMBlock:
+		affinity = b.Spec.Affinity
+	case *unstructured.Unstructured:
+		if a, ok, _ := unstructured.NestedString(b.Object, "spec", "affinity"); ok {
+			affinity = &a
+		}
+	}
 	if host := windows.AffineHost(affinity); host != "" {
 		return []string{host}
 	}
