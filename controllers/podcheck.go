@@ -121,17 +121,17 @@ func (p *pass) podCheckEngine(id round.ID, token round.Token) (*podcheck.Engine,
 func (p *pass) startPodCheck(ctx context.Context, trigger v1alpha1.StepName, now time.Time) error {
 	r := &v1alpha1.PodCheckRound{Trigger: string(trigger)}
 	id := round.NewID(p.wr.Generation, now)
-	st := p.podCheckStatus()
+	e, spec := p.podCheckEngine(id, round.TokenOf(p.wr.Annotations[RerunPodCheckAnnotation]))
 	if trigger == BaselineCheck {
 		// Every later round tests the pairs the baseline tested.
-		st.Seed = string(id)
+		spec.Seed = string(id)
 	}
-	e, spec := p.podCheckEngine(id, round.TokenOf(p.wr.Annotations[RerunPodCheckAnnotation]))
 	if err := e.Start(ctx, now, spec, &r.RoundState); err != nil {
 		return fmt.Errorf("pod network check: %w", err)
 	}
+	st := p.podCheckStatus()
 	if trigger == BaselineCheck {
-		st.Baseline = r
+		st.Baseline, st.Seed = r, spec.Seed
 	} else {
 		st.Last = r
 	}
@@ -292,25 +292,19 @@ func (p *pass) podCheckBlocked(step v1alpha1.StepName) (reason, why string) {
 // it (disabled, paused, a dry run, rolled back).
 func (p *pass) stopPodCheck(ctx context.Context) error {
 	prev := p.before.Status.PodNetworkCheck
-	if prev == nil {
+	running := func(r *v1alpha1.PodCheckRound) bool { return r != nil && r.CompletedAt == nil }
+	if prev == nil || !running(prev.Baseline) && !running(prev.Last) {
 		return nil
 	}
-	stopped := false
-	for _, r := range []*v1alpha1.PodCheckRound{prev.Baseline, prev.Last} {
-		if r == nil || stopped {
-			continue
-		}
-		e, _ := p.podCheckEngine(round.ID(r.Round), "")
-		var err error
-		if stopped, err = e.Stop(ctx, &r.RoundState); err != nil {
-			return err
-		}
+	r := prev.Last
+	if running(prev.Baseline) {
+		r = prev.Baseline
 	}
-	if !stopped {
-		return nil
+	e, _ := p.podCheckEngine(round.ID(r.Round), "")
+	if stopped, err := e.Stop(ctx, &r.RoundState); err != nil || !stopped {
+		return err
 	}
 	st := p.podCheckStatus()
-	running := func(r *v1alpha1.PodCheckRound) bool { return r != nil && r.CompletedAt == nil }
 	if running(st.Baseline) {
 		st.Baseline = nil
 	}

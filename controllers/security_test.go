@@ -204,10 +204,11 @@ var managerMayNot = []access{
 	{"default", "list", "", "configmaps", ""},
 }
 
-// agentMay and agentMayNot are the probe agents' requests: watch their own
-// plan (RBAC cannot name it, a plan holds nothing secret), read the round's
-// key; which report an agent may write is left to admission (below).
+// agentMay and agentMayNot are the probe agents' requests: read or watch
+// their own plan (RBAC cannot name it, a plan holds nothing secret), read the
+// round's key; which report an agent may write is left to admission (below).
 var agentMay = []access{
+	{"winready-probe", "get", "", "configmaps", "winready-probe-plan-linux-0"},
 	{"winready-probe", "watch", "", "configmaps", ""},
 	{"winready-probe", "get", "", "secrets", "winready-probe"},
 	{"winready-probe", "create", "", "configmaps", ""},
@@ -215,7 +216,6 @@ var agentMay = []access{
 }
 
 var agentMayNot = []access{
-	{"winready-probe", "get", "", "configmaps", "other"},
 	{"winready-probe", "delete", "", "configmaps", "winready-probe-plan-linux-0"},
 	{"winready-probe", "list", "", "configmaps", ""},
 	{"winready-probe", "get", "", "secrets", "any"},
@@ -226,8 +226,8 @@ var agentMayNot = []access{
 	{"", "list", "", "nodes", ""},
 }
 
-// checkMay and checkMayNot are the pod network check pods': as the probe
-// agents', but never the probe's key.
+// checkMay and checkMayNot are the pod network check pods': watch their own
+// plan (they are paired only once they serve), never the probe's key.
 var checkMay = []access{
 	{"winready-probe", "watch", "", "configmaps", ""},
 	{"winready-probe", "create", "", "configmaps", ""},
@@ -628,12 +628,12 @@ var _ = Describe("Probe reports", func() {
 		a := agentOn("node-a")
 		plan := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: probe.RoundKind.PlanName("node-a"),
 			Labels: map[string]string{round.PlanLabel: "r", round.ComponentLabel: probe.RoundKind.Component}},
-			Data: map[string]string{round.NodeKey: "node-a", round.RoundKey: "r", round.PlanKey: `{"addr":"10.0.0.1"}`}}
+			Data: map[string]string{round.NodeKey: "node-a", round.PlanKey: `{"addr":"10.0.0.1"}`}}
 		Expect(a.Create(ctx, plan, client.DryRunAll)).To(MatchError(ContainSubstring("writes only ConfigMap winready-probe-report-node-a")))
 		Expect(k8s.Create(ctx, plan)).To(Succeed())
 		DeferCleanup(func() { Expect(k8s.Delete(ctx, plan)).To(Succeed()) })
 		mine, err := round.Agent[probe.Params, probe.Result]{Client: a, Kind: probe.RoundKind, Namespace: probeNamespace, Node: "node-a"}.Plan(ctx, "r")
-		Expect(err).NotTo(HaveOccurred(), "an agent watches its own plan")
+		Expect(err).NotTo(HaveOccurred(), "an agent reads its own plan")
 		Expect(mine.Addr.String()).To(Equal("10.0.0.1"))
 		plan.Data[round.PlanKey] = `{"addr":"10.0.0.2"}`
 		Expect(a.Update(ctx, plan)).To(MatchError(ContainSubstring("writes only ConfigMap winready-probe-report-node-a")))

@@ -21,10 +21,23 @@ type Agent[P, R any] struct {
 }
 
 // Plan waits for the agent's plan of round, or of any round when round is
-// empty, and returns it. It watches the one ConfigMap by name: the API
-// server sends the agent that object alone, once it is there.
+// empty, and returns it. A kind that plans at the start writes the plans
+// before the agents start: its agent reads its plan by name. Another's
+// watches its plan by name, so that the API server sends the agent that
+// object alone, once it is there.
 func (a Agent[P, R]) Plan(ctx context.Context, round ID) (Plan[P], error) {
 	name := a.Kind.PlanName(a.Node)
+	mine := func(cm *corev1.ConfigMap) bool { return round == "" || cm.Labels[PlanLabel] == string(round) }
+	if !a.Kind.PlanOnServe {
+		cm := &corev1.ConfigMap{}
+		err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: name}, cm)
+		switch {
+		case err == nil && mine(cm):
+			return DecodePlan[P](cm)
+		case err != nil && !apierrors.IsNotFound(err):
+			return Plan[P]{}, fmt.Errorf("reading the %s plan: %w", a.Kind.Component, err)
+		}
+	}
 	for {
 		w, err := a.Client.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(a.Namespace),
 			client.MatchingFields{"metadata.name": name})
@@ -33,7 +46,7 @@ func (a Agent[P, R]) Plan(ctx context.Context, round ID) (Plan[P], error) {
 		}
 		for ev := range w.ResultChan() {
 			cm, ok := ev.Object.(*corev1.ConfigMap)
-			if !ok || ev.Type == watch.Deleted || round != "" && cm.Data[RoundKey] != string(round) {
+			if !ok || ev.Type == watch.Deleted || !mine(cm) {
 				continue
 			}
 			w.Stop()
@@ -52,7 +65,7 @@ func (a Agent[P, R]) Secret(ctx context.Context, round ID) ([]byte, error) {
 	if err := a.Client.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: a.Kind.Name}, s); err != nil {
 		return nil, fmt.Errorf("reading the round's key: %w", err)
 	}
-	if string(s.Data[RoundKey]) != string(round) || len(s.Data[SecretKey]) == 0 {
+	if string(s.Data[SecretRoundKey]) != string(round) || len(s.Data[SecretKey]) == 0 {
 		return nil, fmt.Errorf("the key in Secret %s is not round %s's", a.Kind.Name, round)
 	}
 	return s.Data[SecretKey], nil

@@ -23,9 +23,11 @@ import (
 // ends, so that their reports are in by the deadline.
 const ReportSlack = 5 * time.Second
 
-// SecretKey is the key of a round's random key in its Secret; RoundKey there
-// names the round.
-const SecretKey = "key"
+// Keys of a round's Secret: its random key, and the round.
+const (
+	SecretKey      = "key"
+	SecretRoundKey = "round"
+)
 
 // planWriters bounds the plans written at a time.
 const planWriters = 16
@@ -138,7 +140,7 @@ func (e *Engine[P, R]) secret(round ID, owner []metav1.OwnerReference) (*corev1.
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.Namespace, Name: e.Kind.Name, Labels: e.Kind.Labels(), OwnerReferences: owner},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{RoundKey: []byte(round), SecretKey: key},
+		Data:       map[string][]byte{SecretRoundKey: []byte(round), SecretKey: key},
 	}, nil
 }
 
@@ -164,7 +166,7 @@ func (e *Engine[P, R]) plan(ctx context.Context, now time.Time, spec Spec[P], st
 		wg.Go(func() {
 			for a := range work {
 				p := Plan[P]{Round: spec.ID, Node: a.Node, Addr: a.Addr, Start: now, End: end, Peers: a.Peers, Expect: a.Expect, Params: params}
-				errs <- e.writePlan(ctx, p, spec.Owner)
+				errs <- e.writePlan(ctx, p)
 			}
 		})
 	}
@@ -185,8 +187,8 @@ func (e *Engine[P, R]) plan(ctx context.Context, now time.Time, spec Spec[P], st
 }
 
 // writePlan creates a plan.
-func (e *Engine[P, R]) writePlan(ctx context.Context, p Plan[P], owner []metav1.OwnerReference) error {
-	cm, err := planObject(e.Kind, e.Namespace, p, owner)
+func (e *Engine[P, R]) writePlan(ctx context.Context, p Plan[P]) error {
+	cm, err := planObject(e.Kind, e.Namespace, p)
 	if err != nil {
 		return err
 	}

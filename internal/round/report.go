@@ -39,7 +39,7 @@ const maxError = 512
 // The stage and the address are keys of their own, so that the manager
 // counts and pairs agents without decoding results.
 func ReportObject[R any](k Kind, namespace string, r Report[R]) (*corev1.ConfigMap, error) {
-	data := map[string]string{NodeKey: r.Node, RoundKey: string(r.Round), StageKey: string(r.Stage)}
+	data := map[string]string{NodeKey: r.Node, StageKey: string(r.Stage)}
 	if r.Addr.IsValid() {
 		data[AddrKey] = r.Addr.String()
 	}
@@ -53,8 +53,7 @@ func ReportObject[R any](k Kind, namespace string, r Report[R]) (*corev1.ConfigM
 		}
 		data[ResultKey] = string(result)
 	}
-	labels := k.Labels()
-	labels[ReportLabel] = string(r.Round)
+	labels := map[string]string{ComponentLabel: k.Component, ReportLabel: string(r.Round)}
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: k.ReportName(r.Node), Labels: labels}, Data: data}, nil
 }
 
@@ -62,7 +61,7 @@ func ReportObject[R any](k Kind, namespace string, r Report[R]) (*corev1.ConfigM
 // read is kept, as Done with the error.
 func DecodeReport[R any](cm *corev1.ConfigMap) Report[R] {
 	d := cm.Data
-	r := Report[R]{Round: ID(d[RoundKey]), Node: d[NodeKey], Stage: ReportStage(d[StageKey]), Error: d[ErrorKey]}
+	r := Report[R]{Round: ID(cm.Labels[ReportLabel]), Node: d[NodeKey], Stage: ReportStage(d[StageKey]), Error: d[ErrorKey]}
 	r.Addr, _ = netip.ParseAddr(d[AddrKey])
 	if r.Stage == Done && r.Error == "" {
 		if err := json.Unmarshal([]byte(d[ResultKey]), &r.Result); err != nil {

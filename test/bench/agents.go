@@ -50,6 +50,11 @@ func runProbeAgent(ctx context.Context, c client.WithWatch, _ *appsv1.DaemonSet,
 	if err != nil || len(secret) == 0 {
 		return err
 	}
+	report := round.Report[probe.Result]{Round: plan.Round, Stage: round.Done, Addr: plan.Addr}
+	if _, _, err := plan.Window(time.Now(), probe.LeastWindow); err != nil {
+		report.Error = err.Error()
+		return a.Report(ctx, report)
+	}
 	if !wait(ctx, plan.Start) {
 		return nil
 	}
@@ -64,7 +69,8 @@ func runProbeAgent(ctx context.Context, c client.WithWatch, _ *appsv1.DaemonSet,
 			res.ReceivedFrom = append(res.ReceivedFrom, from)
 		}
 	}
-	return a.Report(ctx, round.Report[probe.Result]{Round: plan.Round, Stage: round.Done, Addr: plan.Addr, Result: res})
+	report.Result = res
+	return a.Report(ctx, report)
 }
 
 // runPodCheckAgent is the pod network check pod of node as

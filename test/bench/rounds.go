@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -42,8 +44,10 @@ type roundResult struct {
 	// namespace; deletes counts the deletes among them.
 	managerWrites, agentWrites, deletes int
 	// agentBytes is what the agents read from their connections to the API
-	// server: every response, watch streams included.
-	agentBytes int64
+	// server: every response, watch streams, write responses, headers and
+	// TLS included; agentReads the bodies of their reads (gets, lists and
+	// watch streams) alone.
+	agentBytes, agentReads int64
 	// serverBytes is the API server's own count of the bytes it sent in
 	// reads of ConfigMaps and Secrets (apiserver_response_sizes) and in
 	// their watch events (apiserver_watch_events_sizes), to every client:
@@ -157,6 +161,7 @@ func measureRounds(ctx context.Context, cfg config, b bench, n int) ([]roundResu
 		roundCosts("UDP probe", probe, probeDone, f.bytes(probeAgents)),
 		roundCosts("pod check", check, baselineDone, f.bytes(podCheckAgents)),
 	}
+	results[0].agentReads, results[1].agentReads = f.reads(probeAgents), f.reads(podCheckAgents)
 	for i := range results {
 		results[i].nodes, results[i].nameLen, results[i].outcome = n, len(nodes[0].Name), outcome
 	}
@@ -298,6 +303,7 @@ type fleet struct {
 	mu      sync.Mutex
 	running map[string]context.CancelFunc
 	counted map[string]*atomic.Int64
+	read    map[string]*atomic.Int64
 	clients map[string]client.WithWatch
 }
 
@@ -305,14 +311,15 @@ const startBurst = 100
 
 func newFleet(cfg *rest.Config, nodes []calicosim.Node) *fleet {
 	f := &fleet{cfg: cfg, nodes: nodes, running: map[string]context.CancelFunc{}, counted: map[string]*atomic.Int64{},
-		clients: map[string]client.WithWatch{}}
+		read: map[string]*atomic.Int64{}, clients: map[string]client.WithWatch{}}
 	for _, kind := range []string{probeAgents, podCheckAgents} {
-		f.counted[kind] = &atomic.Int64{}
+		f.counted[kind], f.read[kind] = &atomic.Int64{}, &atomic.Int64{}
 	}
 	return f
 }
 
 func (f *fleet) bytes(kind string) int64 { return f.counted[kind].Load() }
+func (f *fleet) reads(kind string) int64 { return f.read[kind].Load() }
 
 // client is the agents' client of kind, its bytes counted.
 func (f *fleet) client(kind string) (client.WithWatch, error) {
@@ -332,12 +339,38 @@ func (f *fleet) client(kind string) (client.WithWatch, error) {
 		}
 		return &countingConn{Conn: conn, n: counter}, nil
 	}
+	reads := f.read[kind]
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(req)
+			if err == nil && req.Method == http.MethodGet {
+				resp.Body = &countingBody{ReadCloser: resp.Body, n: reads}
+			}
+			return resp, err
+		})
+	}
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: clientgoscheme.Scheme})
 	if err != nil {
 		return nil, err
 	}
 	f.clients[kind] = c
 	return c, nil
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// countingBody counts the bytes of a response's body.
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }
 
 // countingConn counts the bytes read from a connection.
@@ -434,7 +467,7 @@ func reportRounds(cfg config, results []roundResult) {
 	fmt.Printf("\nrounds: the UDP probe and the pod network check's baseline, agents simulated on every node through the API server\n\n")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "check\tnodes\tname length\twall\twrites/node\tmanager writes\tagent writes\tdeletes\t"+
-		"to agents\tper agent\tAPI server CM+Secret reads (all clients)\tlargest object\toutcome\t")
+		"to agents\tper agent\tof which reads\tper agent\tAPI server CM+Secret reads (all clients)\tlargest object\toutcome\t")
 	for _, r := range results {
 		server := "-"
 		if r.serverBytes > 0 {
@@ -444,10 +477,10 @@ func reportRounds(cfg config, results []roundResult) {
 		if r.refused != "" {
 			largest += " (" + r.refused + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2f\t%d\t%d\t%d\t%s\t%.0f B\t%s\t%s\t%s\t\n", r.check, r.nodes, r.nameLen,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.2f\t%d\t%d\t%d\t%s\t%.0f B\t%s\t%.0f B\t%s\t%s\t%s\t\n", r.check, r.nodes, r.nameLen,
 			r.wall.Round(100*time.Millisecond), float64(r.managerWrites+r.agentWrites)/float64(r.nodes), r.managerWrites,
-			r.agentWrites, r.deletes, mib(r.agentBytes), float64(r.agentBytes)/float64(r.nodes), server, largest,
-			bounded(r.outcome, 120))
+			r.agentWrites, r.deletes, mib(r.agentBytes), float64(r.agentBytes)/float64(r.nodes), mib(r.agentReads),
+			float64(r.agentReads)/float64(r.nodes), server, largest, bounded(r.outcome, 120))
 	}
 	_ = tw.Flush()
 	_ = cfg
