@@ -61,6 +61,7 @@ type config struct {
 	// of the node names of the rounds' clusters.
 	migration, rounds bool
 	nameLen           int
+	skipProbe         bool
 }
 
 func main() {
@@ -76,6 +77,7 @@ func main() {
 	only := flag.String("bench", "migration,rounds", "what to measure: the migration against the floor and the runbook, "+
 		"and the rounds of the UDP probe and the pod network check")
 	flag.IntVar(&cfg.nameLen, "name-length", 253, "length of the node names in the rounds' clusters (at most 253)")
+	flag.BoolVar(&cfg.skipProbe, "skip-probe", false, "measure the pod network check's round alone (spec.preflight.skipNetworkProbe)")
 	flag.Parse()
 	for _, b := range strings.Split(*only, ",") {
 		switch strings.TrimSpace(b) {

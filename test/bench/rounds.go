@@ -140,7 +140,7 @@ func measureRounds(ctx context.Context, cfg config, b bench, n int) ([]roundResu
 	// Approval holds the migration before its first disruptive step, after
 	// both rounds.
 	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
-		Spec: v1alpha1.WindowsReadinessSpec{RequireApproval: true}}
+		Spec: v1alpha1.WindowsReadinessSpec{RequireApproval: true, Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: cfg.skipProbe}}}
 	if err := b.c.Create(ctx, wr); err != nil {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func waitRounds(w watch.Interface) (probe, baseline time.Time, outcome string, e
 				continue
 			}
 			st := wr.Status
-			if probe.IsZero() && st.Preflight != nil && st.Preflight.Probe != nil && st.Preflight.Probe.CompletedAt != nil {
+			if probe.IsZero() && st.Preflight != nil && st.Preflight.Probe != nil && (st.Preflight.Probe.CompletedAt != nil || st.Preflight.Probe.Skipped) {
 				probe = time.Now()
 			}
 			if pc := st.PodNetworkCheck; baseline.IsZero() && pc != nil && pc.Baseline != nil && pc.Baseline.CompletedAt != nil {
