@@ -99,8 +99,8 @@ e2e: e2e-binaries build ## Run the end-to-end scenarios against the real Tigera 
 		go test ./test/e2e/ -count=1 -timeout 40m -v $(GINKGO_FLAGS)
 
 .PHONY: bench
-bench: envtest-assets build $(ENVTEST_ASSETS)/kubectl ## Benchmarks: migration at 10 to 5,000 nodes against the floor and the scripted runbook, preflight aggregation, and a pod network check round.
-	go test ./internal/preflight/ -run '^$$' -bench . -benchmem
+bench: envtest-assets build $(ENVTEST_ASSETS)/kubectl ## Benchmarks: migration at 10 to 5,000 nodes against the floor and the scripted runbook, the rounds of the UDP probe and the pod network check through the API server, pairing and judging, and a pod network check round.
+	go test ./internal/round/ ./internal/probe/ -run '^$$' -bench . -benchmem
 	go test ./controllers/ -run '^$$' -bench BenchmarkPodCheckRound -benchtime=1x
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/bench --kubectl $(ENVTEST_ASSETS)/kubectl $(BENCH_ARGS)
 

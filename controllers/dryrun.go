@@ -25,6 +25,10 @@ func (r dryRun) reconcile(ctx context.Context, s *scope) Outcome {
 	if !s.wr.Spec.DryRun {
 		return done()
 	}
+	// A dry run changes nothing and runs no agents.
+	if err := r.cancelRounds(ctx, s); err != nil {
+		return failed(err)
+	}
 	if r.dir == v1alpha1.DirectionMigrate {
 		if o := (targets{r.Reconciler}).reconcile(ctx, s); !o.Done() {
 			return o

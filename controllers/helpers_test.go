@@ -19,7 +19,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/podcheck"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/probe"
 	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/test/calicosim"
 )
@@ -172,10 +172,13 @@ func resetCluster(op *operator) {
 	// A probe round or pod network check round the spec left running goes
 	// with it: the stopped operator no longer removes them, and envtest has
 	// no garbage collector to follow their owner references.
-	Expect(preflight.Cleanup(ctx, k8s, probeNamespace)).To(Succeed())
-	Expect(podcheck.Cleanup(ctx, k8s, probeNamespace)).To(Succeed())
+	Expect((&probe.Engine{Kind: probe.RoundKind, Client: k8s, Namespace: probeNamespace}).Cleanup(ctx)).To(Succeed())
+	Expect((&podcheck.Engine{Kind: podcheck.RoundKind, Client: k8s, Namespace: probeNamespace}).Cleanup(ctx)).To(Succeed())
 	Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
 }
+
+// probeAgentsName names the probe agents' DaemonSet.
+var probeAgentsName = probe.RoundKind.Name
 
 func deleteNode(name string) {
 	Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())

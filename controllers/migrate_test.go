@@ -22,7 +22,7 @@ import (
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/metrics"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -296,7 +296,7 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 
 		ds := &appsv1.DaemonSet{}
 		Eventually(func() error {
-			return k8s.Get(ctx, client.ObjectKey{Namespace: probeNamespace, Name: preflight.ProbeName}, ds)
+			return k8s.Get(ctx, client.ObjectKey{Namespace: probeNamespace, Name: probeAgentsName}, ds)
 		}).Should(Succeed(), "the agents start")
 		pod := ds.Spec.Template.Spec
 		Expect(pod.HostNetwork).To(BeTrue())
@@ -322,12 +322,12 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 
 		By("removing the agents, the plan and the reports")
 		Eventually(func() bool {
-			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: probeNamespace, Name: preflight.ProbeName}, &appsv1.DaemonSet{}))
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: probeNamespace, Name: probeAgentsName}, &appsv1.DaemonSet{}))
 		}).Should(BeTrue())
 		// The reports go once the status summing them up is saved.
 		Eventually(func() []corev1.ConfigMap {
 			reports := &corev1.ConfigMapList{}
-			Expect(k8s.List(ctx, reports, client.InNamespace(probeNamespace), client.HasLabels{preflight.ReportLabel})).To(Succeed())
+			Expect(k8s.List(ctx, reports, client.InNamespace(probeNamespace), client.HasLabels{round.ReportLabel})).To(Succeed())
 			return reports.Items
 		}).Should(BeEmpty())
 	})

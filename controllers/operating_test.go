@@ -22,7 +22,8 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/probe"
+	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 	installpkg "github.com/winready/winready/test/install"
 )
@@ -161,7 +162,7 @@ var _ = Describe("Operating winready", func() {
 		Expect(k8s.Create(ctx, podIn("pss-restricted", manager.Spec.Template.Spec), client.DryRunAll)).To(Succeed(),
 			"the manager meets restricted")
 
-		agents := preflight.AgentDaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		agents := round.DaemonSet(probe.RoundKind, probeNamespace, managerImage, "r", nil)
 		err := k8s.Create(ctx, podIn("pss-restricted", agents.Spec.Template.Spec), client.DryRunAll)
 		Expect(err).To(HaveOccurred(), "the agents need exceptions")
 		for _, exception := range []string{"host namespaces", "NET_RAW", "runAsNonRoot"} {

@@ -17,9 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/conditions"
-	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/internal/record"
+	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -251,10 +252,16 @@ var _ = Describe("The probe round", func() {
 	AfterEach(func() { resetCluster(op) })
 
 	probeGone := func() bool {
-		ds := apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: probeNamespace, Name: preflight.ProbeName}, &appsv1.DaemonSet{}))
-		cms := &corev1.ConfigMapList{}
-		Expect(k8s.List(ctx, cms, client.InNamespace(probeNamespace), client.HasLabels{preflight.ReportLabel})).To(Succeed())
-		return ds && len(cms.Items) == 0
+		key := client.ObjectKey{Namespace: probeNamespace, Name: probeAgentsName}
+		ds := apierrors.IsNotFound(k8s.Get(ctx, key, &appsv1.DaemonSet{}))
+		secret := apierrors.IsNotFound(k8s.Get(ctx, key, &corev1.Secret{}))
+		left := 0
+		for _, label := range []string{round.ReportLabel, round.PlanLabel} {
+			cms := &corev1.ConfigMapList{}
+			Expect(k8s.List(ctx, cms, client.InNamespace(probeNamespace), client.HasLabels{label})).To(Succeed())
+			left += len(cms.Items)
+		}
+		return ds && secret && left == 0
 	}
 	midRound := func() {
 		agents.Silence("linux-2")
@@ -270,11 +277,18 @@ var _ = Describe("The probe round", func() {
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
 	})
 
-	It("is removed when the migration is paused or turned into a rollback midway", func() {
+	It("is removed when the migration is paused, turned into a dry run or into a rollback midway", func() {
 		midRound()
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
 		Eventually(probeGone).Should(BeTrue())
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
+		Eventually(probeGone).Should(BeTrue(), "a dry run runs no agents")
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePlanned))
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false })
 
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
 		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
@@ -340,6 +354,25 @@ var _ = Describe("The probe round", func() {
 		}).Should(Succeed())
 		poke("test/poke", "refused")
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+	})
+
+	It("costs the peers of an agent that comes up late nothing, and counts one too late to probe as missing", func() {
+		agents.Late("linux-2", time.Minute)
+		createWR()
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
+		probe := getWR().Status.Preflight.Probe
+		Expect(probe.MissingReports).To(BeEquivalentTo(1), "linux-2 came up after its 30s round had ended")
+		Expect(probe.FailingPairs).To(BeZero(), "pairs with the late node are not its peers' failing pairs")
+		Expect(getWR().Status.Message).To(ContainSubstring("1 nodes did not report (linux-2)"))
+
+		By("counting an agent that came up 20s into the round as on time: its peers still heard it, and it heard them")
+		agents.Late("linux-2", 20*time.Second)
+		poke(controllers.RerunPreflightAnnotation, "late")
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		probe = getWR().Status.Preflight.Probe
+		Expect(probe.PassedPairs).To(BeEquivalentTo(6))
+		Expect(probe.FailingPairs).To(BeZero())
+		Expect(probe.MissingReports).To(BeZero())
 	})
 
 	It("stalls with the API server's reason when its agents cannot be created, after a bounded number of tries", func() {

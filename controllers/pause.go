@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/phase"
@@ -19,7 +18,7 @@ func (r pausedBeforeChange) reconcile(ctx context.Context, s *scope) Outcome {
 	if !s.wr.Spec.Paused {
 		return done()
 	}
-	if err := errors.Join(probeRound{r.Reconciler}.cancel(ctx, s), podCheck{r.Reconciler, BaselineCheck}.cancel(ctx, s)); err != nil {
+	if err := r.cancelRounds(ctx, s); err != nil {
 		return failed(err)
 	}
 	o := stop(conditions.ReasonPaused, "paused before the UDP 4789 probe and the first change; set spec.paused: false to continue")

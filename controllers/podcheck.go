@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,15 +12,14 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/podcheck"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 )
 
-// The pod network check's rights: its pods, their Service and its plan in
-// the probe namespace (reports are ConfigMaps the probe's rules cover).
+// The pod network check's rights: its pods and their Service in the probe
+// namespace (plans and reports are ConfigMaps the probe's rules cover).
 // +kubebuilder:rbac:groups=apps,namespace=winready-probe,resources=daemonsets,resourceNames=winready-podcheck,verbs=delete
 // +kubebuilder:rbac:groups="",namespace=winready-probe,resources=services,verbs=create
 // +kubebuilder:rbac:groups="",namespace=winready-probe,resources=services,resourceNames=winready-podcheck,verbs=get;delete
-// +kubebuilder:rbac:groups="",namespace=winready-probe,resources=configmaps,resourceNames=winready-podcheck,verbs=get;delete
 
 // BaselineCheck is the trigger of the round before the first change.
 const BaselineCheck v1alpha1.StepName = "Baseline"
@@ -42,12 +39,13 @@ const DefaultPodCheckTimeout = 3 * time.Minute
 const podCheckPoll = 5 * time.Second
 
 // podCheck proves the pod network before the first change (trigger
-// BaselineCheck) and after a disruptive step has settled (its name). It
-// starts a round, pairs the pods once they serve, collects their reports and
-// compares them with the baseline. It is done once the round for trigger
-// passed, or the check is disabled. A round worse than the baseline stops
-// the migration with the diagnosis (spec.podNetworkCheck.onFailure Stop), or
-// asks for the step to be reverted (Revert: see podCheckRevertDue).
+// BaselineCheck) and after a disruptive step has settled (its name), on the
+// round engine: it starts a round, in which the pods are paired once they
+// serve, and judges their reports against the baseline. It is done once the
+// round for trigger passed, or the check is disabled. A round worse than the
+// baseline stops the migration with the diagnosis
+// (spec.podNetworkCheck.onFailure Stop), or asks for the step to be reverted
+// (Revert: see podCheckRevertDue).
 type podCheck struct {
 	*Reconciler
 	trigger v1alpha1.StepName
@@ -75,16 +73,14 @@ func (r podCheck) check(ctx context.Context, s *scope) Outcome {
 	if r.trigger != BaselineCheck && slices.Contains(st.Passed, r.trigger) {
 		return done()
 	}
-	round := podCheckRound(s, r.trigger)
+	rd := podCheckRound(s, r.trigger)
 	switch {
-	case round == nil || !strings.HasSuffix(round.Round, roundSuffix(s.wr.Annotations[RerunPodCheckAnnotation])):
+	case rd == nil || !podCheckRerunSeen(s, rd):
 		return r.start(ctx, s)
-	case round.PlannedAt == nil:
-		return r.pair(ctx, s, round)
-	case round.CompletedAt == nil:
-		return r.collect(ctx, s, round)
-	case round.Worse && (r.trigger != BaselineCheck || round.Paired == 0):
-		return podCheckFailed(s, round)
+	case rd.CompletedAt == nil:
+		return r.collect(ctx, s, rd)
+	case rd.Worse && (r.trigger != BaselineCheck || rd.Paired == 0):
+		return podCheckFailed(s, rd)
 	}
 	return done()
 }
@@ -109,6 +105,12 @@ func podCheckRound(s *scope, trigger v1alpha1.StepName) *v1alpha1.PodCheckRound 
 	return nil
 }
 
+// podCheckRerunSeen says whether rd ran for the rerun annotation as it is:
+// a new value asks for a new round.
+func podCheckRerunSeen(s *scope, rd *v1alpha1.PodCheckRound) bool {
+	return round.TokenOfState(&rd.RoundState) == round.TokenOf(s.wr.Annotations[RerunPodCheckAnnotation])
+}
+
 func podCheckTimeout(s *scope) time.Duration {
 	if t := s.wr.Spec.PodNetworkCheck.Timeout; t != nil {
 		return t.Duration
@@ -116,34 +118,39 @@ func podCheckTimeout(s *scope) time.Duration {
 	return DefaultPodCheckTimeout
 }
 
-func (r podCheck) config(s *scope) preflight.RoundConfig {
-	return preflight.RoundConfig{Namespace: r.opts.ProbeNamespace, Image: r.opts.ProbeImage, Duration: podCheckTimeout(s)}
-}
-
-func podCheckOwner(s *scope) []metav1.OwnerReference {
-	return []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "WindowsReadiness", Name: s.wr.Name, UID: s.wr.UID}}
+// engine is the round engine for the check, and the spec of round id: the
+// pods serve within half the timeout, and test and report within the rest;
+// a round after a step tests the baseline's pairs.
+func (r podCheck) engine(s *scope, id round.ID, token round.Token) (*podcheck.Engine, round.Spec[podcheck.Params]) {
+	ns := r.opts.ProbeNamespace
+	return &podcheck.Engine{Kind: podcheck.RoundKind, Client: r.Client, Reader: r.APIReader, Namespace: ns, Image: r.opts.ProbeImage},
+		round.Spec[podcheck.Params]{ID: id, Token: token, Seed: podCheckStatus(s).Seed, Timeout: podCheckTimeout(s), Owner: round.Owner(s.wr),
+			Params: func(ctx context.Context) (podcheck.Params, error) {
+				svc, err := podcheck.ServiceAddr(ctx, r.APIReader, ns)
+				return podcheck.Params{Service: svc, DNSName: podcheck.DNSName}, err
+			}}
 }
 
 // start starts a round on every Linux node: its pods and Service.
 func (r podCheck) start(ctx context.Context, s *scope) Outcome {
-	nodes, err := preflight.ListLinuxNodes(ctx, r.APIReader)
-	if err != nil {
-		return failed(fmt.Errorf("pod network check: %w", err))
+	rd := &v1alpha1.PodCheckRound{Trigger: string(r.trigger)}
+	id := round.NewID(s.wr.Generation, s.now)
+	e, spec := r.engine(s, id, round.TokenOf(s.wr.Annotations[RerunPodCheckAnnotation]))
+	if r.trigger == BaselineCheck {
+		// Every later round tests the pairs the baseline tested.
+		spec.Seed = string(id)
 	}
-	id := preflight.RoundID(s.wr.Generation, s.now) + roundSuffix(s.wr.Annotations[RerunPodCheckAnnotation])
-	if err := podcheck.Start(ctx, r.Client, r.config(s), id, podCheckOwner(s)); err != nil {
+	if err := e.Start(ctx, s.now, spec, &rd.RoundState); err != nil {
 		return failed(fmt.Errorf("pod network check: %w", err))
 	}
 	st := podCheckStatus(s)
-	started := metav1.NewTime(s.now)
-	round := &v1alpha1.PodCheckRound{Round: id, Trigger: string(r.trigger), StartedAt: &started, Nodes: int32(len(nodes))}
 	if r.trigger == BaselineCheck {
-		st.Baseline, st.Seed = round, id
+		st.Baseline, st.Seed = rd, spec.Seed
 	} else {
-		st.Last = round
+		st.Last = rd
 	}
-	s.note(corev1.EventTypeNormal, conditions.ReasonPodNetworkCheckStarted, string(r.trigger), "checking the pod network between %d Linux nodes (round %s)", len(nodes), id)
-	return progressing(podCheckPoll, "%s: starting the pod network check pods on %d Linux nodes", podCheckLabel(r.trigger), len(nodes))
+	s.note(corev1.EventTypeNormal, conditions.ReasonPodNetworkCheckStarted, string(r.trigger), "checking the pod network between %d Linux nodes (round %s)", rd.Nodes, id)
+	return progressing(podCheckPoll, "%s: starting the pod network check pods on %d Linux nodes", podCheckLabel(r.trigger), rd.Nodes)
 }
 
 func podCheckLabel(trigger v1alpha1.StepName) string {
@@ -153,187 +160,80 @@ func podCheckLabel(trigger v1alpha1.StepName) string {
 	return "pod network check after step " + string(trigger)
 }
 
-// pair waits for the pods to serve, then writes the plan pairing those
-// that do. Pods that do not serve by half the round's time are missing.
-func (r podCheck) pair(ctx context.Context, s *scope, round *v1alpha1.PodCheckRound) Outcome {
-	ns := r.opts.ProbeNamespace
-	reports, err := podcheck.ReadReports(ctx, r.Client, ns, round.Round)
+// collect pairs the pods once they serve, waits for their reports, then
+// compares them with the baseline, saves the outcome and removes the round.
+func (r podCheck) collect(ctx context.Context, s *scope, rd *v1alpha1.PodCheckRound) Outcome {
+	trigger := v1alpha1.StepName(rd.Trigger)
+	e, spec := r.engine(s, round.ID(rd.Round), round.TokenOfState(&rd.RoundState))
+	progress, err := e.Advance(ctx, s.now, spec, &rd.RoundState)
 	if err != nil {
 		return failed(err)
 	}
-	deadline := round.StartedAt.Add(podCheckTimeout(s) / 2)
-	if len(reports) < int(round.Nodes) && s.now.Before(deadline) {
-		return progressing(min(deadline.Sub(s.now), podCheckPoll), "%s: %d of %d pods serve",
-			podCheckLabel(v1alpha1.StepName(round.Trigger)), len(reports), round.Nodes)
+	if progress.Unpaired != nil || progress.NoneServed {
+		// The Linux nodes whose pod did not serve in time.
+		rd.Missing = round.FirstListed(progress.Unpaired)
 	}
-	svc, err := podcheck.ServiceAddr(ctx, r.APIReader, ns)
+	switch {
+	case progress.NoneServed:
+		return r.noPodServed(ctx, s, e, rd)
+	case progress.Stage == round.Pairing:
+		return progressing(min(progress.Wait, podCheckPoll), "%s: %d of %d pods serve", podCheckLabel(trigger), progress.Reported, progress.Expected)
+	case progress.Stage == round.Collecting:
+		return progressing(min(progress.Wait, podCheckPoll), "%s: %d of %d pods reported", podCheckLabel(trigger), progress.Reported, progress.Expected)
+	}
+	res, ok, err := e.Results(ctx, &rd.RoundState)
 	if err != nil {
 		return failed(err)
 	}
-	pods := make([]preflight.ProbeNode, 0, len(reports))
-	for _, rep := range reports {
-		pods = append(pods, preflight.ProbeNode{Name: rep.Node, IP: rep.PodIP})
-	}
-	if len(pods) == 0 {
-		return r.noPodServed(ctx, s, round)
-	}
-	plan := podcheck.Plan(r.config(s), round.Round, podCheckStatus(s).Seed, pods, podcheck.PlanSettings{Service: svc, DNSName: podcheck.DNSName})
-	if err := podcheck.WritePlan(ctx, r.Client, ns, plan, podCheckOwner(s)); err != nil {
-		return failed(err)
-	}
-	if err := r.neverServed(ctx, round, pods); err != nil {
-		return failed(err)
-	}
-	planned := metav1.NewTime(s.now)
-	round.PlannedAt, round.Paired = &planned, int32(len(pods))
-	return progressing(podCheckPoll, "%s: %d pods paired, testing", podCheckLabel(v1alpha1.StepName(round.Trigger)), len(pods))
-}
-
-// noPodServed ends a round in which no check pod served: the check proves
-// nothing, before the first change as after a step, so it stops the
-// migration.
-func (r podCheck) noPodServed(ctx context.Context, s *scope, round *v1alpha1.PodCheckRound) Outcome {
-	if err := r.neverServed(ctx, round, nil); err != nil {
-		return failed(err)
-	}
-	ns := r.opts.ProbeNamespace
-	completed := metav1.NewTime(s.now)
-	round.PlannedAt, round.CompletedAt, round.Worse = &completed, &completed, true
-	round.Diagnosis = boundedDiagnosis(fmt.Sprintf("no check pod served within %s on any of the %d Linux nodes: look at the pods of "+
-		"DaemonSet %s/%s (kubectl -n %s describe daemonset %s: admission, quota, image), then %s; or set spec.podNetworkCheck.disabled",
-		podCheckTimeout(s)/2, round.Nodes, ns, podcheck.Name, ns, podcheck.Name, rerunPodCheckCommand()))
-	if err := podcheck.Cleanup(ctx, r.Client, ns); err != nil {
-		return failed(err)
-	}
-	return podCheckFailed(s, round)
-}
-
-// neverServed records the Linux nodes whose pod did not serve in time.
-func (r podCheck) neverServed(ctx context.Context, round *v1alpha1.PodCheckRound, pods []preflight.ProbeNode) error {
-	nodes, err := preflight.ListLinuxNodes(ctx, r.APIReader)
-	if err != nil {
-		return fmt.Errorf("pod network check: %w", err)
-	}
-	served := make(map[string]bool, len(pods))
-	for _, pod := range pods {
-		served[pod.Name] = true
-	}
-	round.Missing = nil
-	for _, n := range nodes {
-		if !served[n.Name] && len(round.Missing) < v1alpha1.MaxListed {
-			round.Missing = append(round.Missing, n.Name)
-		}
-	}
-	return nil
-}
-
-// collect waits for the pods' reports, then compares them with the
-// baseline, saves the outcome and removes the round.
-func (r podCheck) collect(ctx context.Context, s *scope, round *v1alpha1.PodCheckRound) Outcome {
-	ns := r.opts.ProbeNamespace
-	reports, err := podcheck.ReadReports(ctx, r.Client, ns, round.Round)
-	if err != nil {
-		return failed(err)
-	}
-	finished := 0
-	for _, rep := range reports {
-		if rep.Stage == podcheck.StageDone {
-			finished++
-		}
-	}
-	deadline := round.StartedAt.Add(podCheckTimeout(s))
-	trigger := v1alpha1.StepName(round.Trigger)
-	if finished < int(round.Paired) && s.now.Before(deadline) {
-		return progressing(min(deadline.Sub(s.now), podCheckPoll), "%s: %d of %d pods reported", podCheckLabel(trigger), finished, round.Paired)
-	}
-	pods, plan, err := podcheck.ReadPlan(ctx, r.APIReader, ns, round.Round)
-	if err != nil {
-		return failed(err)
-	}
-	if pods == nil {
-		// The plan is gone (removed by hand, or replaced): check again.
+	if !ok {
+		// The plans are gone (removed by hand, or replaced): check again.
 		return r.start(ctx, s)
 	}
-	judge(s, round, podcheck.Aggregate(pods, plan, reports))
+	st := podCheckStatus(s)
+	var baseline *v1alpha1.PodCheckRound
+	if rd != st.Baseline {
+		baseline = st.Baseline
+	}
+	podcheck.Judge(rd, res, baseline, rerunPodCheckCommand())
 	completed := metav1.NewTime(s.now)
-	round.CompletedAt = &completed
-	worse := round.Worse && trigger != BaselineCheck
+	rd.CompletedAt = &completed
+	worse := rd.Worse && trigger != BaselineCheck
 	if !worse && trigger != BaselineCheck {
-		st := podCheckStatus(s)
 		st.Passed = append(slices.DeleteFunc(st.Passed, func(n v1alpha1.StepName) bool { return n == trigger }), trigger)
 	}
 	// The reports go only once the status that sums them up is saved.
 	if err := r.checkpoint(ctx, s, "the pod check reports are deleted"); err != nil {
 		return failed(err)
 	}
-	if err := podcheck.Cleanup(ctx, r.Client, ns); err != nil {
+	if err := e.Cleanup(ctx); err != nil {
 		return failed(err)
 	}
 	kind := corev1.EventTypeNormal
-	if round.FailingPairs > 0 || round.Worse {
+	if rd.FailingPairs > 0 || rd.Worse {
 		kind = corev1.EventTypeWarning
 	}
-	s.note(kind, conditions.ReasonPodNetworkChecked, round.Trigger, "%s", bounded(podCheckLabel(trigger)+": "+round.Diagnosis))
+	s.note(kind, conditions.ReasonPodNetworkChecked, rd.Trigger, "%s", bounded(podCheckLabel(trigger)+": "+rd.Diagnosis))
 	if worse {
-		return podCheckFailed(s, round)
+		return podCheckFailed(s, rd)
 	}
 	return done()
 }
 
-// judge fills a finished round from the pods' reports, compared pair by
-// pair with the baseline.
-func judge(s *scope, round *v1alpha1.PodCheckRound, sum podcheck.Summary) {
-	in := podcheck.Input{After: sum.Pairs, PodMTU: sum.PodMTU, Rerun: rerunPodCheckCommand()}
-	missing := append(slices.Clone(round.Missing), sum.Missing...)
-	in.DNSFailing, in.ServiceFailing, in.Missing = sum.DNSFailing, sum.ServiceFailing, missing
-	if base := podCheckStatus(s).Baseline; base != nil && round != base {
-		for _, f := range base.Failing {
-			in.Baseline = append(in.Baseline, pairOf(f))
-		}
-		in.DNSFailing = without(sum.DNSFailing, base.DNSFailing)
-		in.ServiceFailing = without(sum.ServiceFailing, base.ServiceFailing)
-		in.Missing = without(missing, base.Missing)
+// noPodServed ends a round in which no check pod served: the check proves
+// nothing, before the first change as after a step, so it stops the
+// migration.
+func (r podCheck) noPodServed(ctx context.Context, s *scope, e *podcheck.Engine, rd *v1alpha1.PodCheckRound) Outcome {
+	ns := r.opts.ProbeNamespace
+	completed := metav1.NewTime(s.now)
+	rd.PlannedAt, rd.CompletedAt, rd.Worse = &completed, &completed, true
+	rd.Diagnosis = round.Truncate(fmt.Sprintf("no check pod served within %s on any of the %d Linux nodes: look at the pods of "+
+		"DaemonSet %s/%s (kubectl -n %s describe daemonset %s: admission, quota, image), then %s; or set spec.podNetworkCheck.disabled",
+		podCheckTimeout(s)/2, rd.Nodes, ns, podcheck.Name, ns, podcheck.Name, rerunPodCheckCommand()),
+		podcheck.MaxDiagnosis)
+	if err := e.Cleanup(ctx); err != nil {
+		return failed(err)
 	}
-	d := podcheck.Diagnose(in)
-	round.PodMTU, round.TestedPairs = int32(sum.PodMTU), int32(len(sum.Pairs))
-	round.FailingPairs = int32(len(sum.Pairs) - d.Counts[podcheck.VerdictPass])
-	round.WorsePairs = round.FailingPairs - int32(d.Counts[podcheck.VerdictAsBaseline])
-	round.Failing = nil
-	for _, v := range d.Listed {
-		round.Failing = append(round.Failing, v1alpha1.PodPairResult{From: v.From, To: v.To, Verdict: v1alpha1.PodCheckVerdict(v.Verdict),
-			Checks: v.Checks(), PathMTU: int32(v.PathMTU)})
-	}
-	round.DNSFailing, round.ServiceFailing = firstListed(sum.DNSFailing), firstListed(sum.ServiceFailing)
-	round.Missing = firstListed(missing)
-	round.Worse, round.Diagnosis = d.Worse, boundedDiagnosis(d.Message)
-}
-
-func pairOf(f v1alpha1.PodPairResult) podcheck.Pair {
-	c := strings.Split(f.Checks+",,", ",")
-	return podcheck.Pair{From: f.From, To: f.To, ICMP: podcheck.Outcome(c[0]), TCPSmall: podcheck.Outcome(c[1]),
-		TCPFull: podcheck.Outcome(c[2]), PathMTU: int(f.PathMTU)}
-}
-
-// without is names less those in the baseline's list.
-func without(names, baseline []string) []string {
-	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(baseline, n) })
-}
-
-func firstListed(names []string) []string { return names[:min(len(names), v1alpha1.MaxListed)] }
-
-// maxDiagnosis is the CRD's limit on a round's diagnosis.
-const maxDiagnosis = 2048
-
-// boundedDiagnosis cuts a diagnosis to its field's limit.
-func boundedDiagnosis(s string) string {
-	if len(s) <= maxDiagnosis {
-		return s
-	}
-	cut := maxDiagnosis - len(" ...")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + " ..."
+	return podCheckFailed(s, rd)
 }
 
 func rerunPodCheckCommand() string {
@@ -342,16 +242,16 @@ func rerunPodCheckCommand() string {
 
 // podCheckFailed stops the migration with the diagnosis of a round worse
 // than the baseline; in Revert mode the walk first reverts the step.
-func podCheckFailed(s *scope, round *v1alpha1.PodCheckRound) Outcome {
+func podCheckFailed(s *scope, rd *v1alpha1.PodCheckRound) Outcome {
 	msg := fmt.Sprintf("%s: the pod network is worse than before the first change, the migration stopped: %s. "+
-		"To go back instead, set spec.direction: Rollback", podCheckLabel(v1alpha1.StepName(round.Trigger)), round.Diagnosis)
-	if v1alpha1.StepName(round.Trigger) == BaselineCheck {
-		msg = fmt.Sprintf("%s could not run, nothing was changed: %s", podCheckLabel(BaselineCheck), round.Diagnosis)
+		"To go back instead, set spec.direction: Rollback", podCheckLabel(v1alpha1.StepName(rd.Trigger)), rd.Diagnosis)
+	if v1alpha1.StepName(rd.Trigger) == BaselineCheck {
+		msg = fmt.Sprintf("%s could not run, nothing was changed: %s", podCheckLabel(BaselineCheck), rd.Diagnosis)
 	}
 	if step, due := podCheckRevertDue(s); due {
 		return stop(conditions.ReasonRevertingStep, "reverting step %s: %s", step, msg).lookAgain(podCheckPoll)
 	}
-	if st := podCheckStatus(s); st.Reverted == v1alpha1.StepName(round.Trigger) {
+	if st := podCheckStatus(s); st.Reverted == v1alpha1.StepName(rd.Trigger) {
 		msg = fmt.Sprintf("step %s was reverted because %s", st.Reverted, msg)
 	}
 	return stop(ReasonPodNetworkCheckFailed, "%s", msg)
@@ -366,7 +266,7 @@ func podCheckRevertDue(s *scope) (v1alpha1.StepName, bool) {
 	st := podCheckStatus(s)
 	last := st.Last
 	if s.wr.Spec.PodNetworkCheck.OnFailure != v1alpha1.PodCheckRevert || last == nil || last.CompletedAt == nil || !last.Worse ||
-		!strings.HasSuffix(last.Round, roundSuffix(s.wr.Annotations[RerunPodCheckAnnotation])) {
+		!podCheckRerunSeen(s, last) {
 		return "", false
 	}
 	step := v1alpha1.StepName(last.Trigger)
@@ -389,22 +289,26 @@ func podCheckReverted(s *scope, step v1alpha1.StepName) Outcome {
 // consults it, so that a reverted step is not applied again by itself.
 func podCheckBlocked(s *scope, step v1alpha1.StepName) Outcome {
 	st := s.wr.Status.PodNetworkCheck
-	if st == nil || st.Last == nil || st.Last.Trigger != string(step) || !st.Last.Worse ||
-		!strings.HasSuffix(st.Last.Round, roundSuffix(s.wr.Annotations[RerunPodCheckAnnotation])) {
+	if st == nil || st.Last == nil || st.Last.Trigger != string(step) || !st.Last.Worse || !podCheckRerunSeen(s, st.Last) {
 		return done()
 	}
 	return stop(ReasonPodNetworkCheckFailed, "the pod network got worse after this step; fix it, then %s", rerunPodCheckCommand())
 }
 
-// cancel removes a round still running, when the spec no longer wants
-// it (disabled, paused, rolled back).
+// cancel removes a round still running, when the spec no longer wants it
+// (disabled, paused, a dry run, rolled back).
 func (r podCheck) cancel(ctx context.Context, s *scope) error {
 	prev := s.before.Status.PodNetworkCheck
-	running := func(r *v1alpha1.PodCheckRound) bool { return r != nil && r.CompletedAt == nil }
-	if prev == nil || (!running(prev.Baseline) && !running(prev.Last)) {
+	running := func(rd *v1alpha1.PodCheckRound) bool { return rd != nil && rd.CompletedAt == nil }
+	if prev == nil || !running(prev.Baseline) && !running(prev.Last) {
 		return nil
 	}
-	if err := podcheck.Cleanup(ctx, r.Client, r.opts.ProbeNamespace); err != nil {
+	rd := prev.Last
+	if running(prev.Baseline) {
+		rd = prev.Baseline
+	}
+	e, _ := r.engine(s, round.ID(rd.Round), "")
+	if stopped, err := e.Stop(ctx, &rd.RoundState); err != nil || !stopped {
 		return err
 	}
 	st := podCheckStatus(s)

@@ -38,6 +38,10 @@ type checkBed struct {
 	podClient                 client.Client
 	writes                    writeCount
 	operatorWrites, podWrites int
+	// agents plays the probe's agents; largest is the largest object
+	// written, as JSON.
+	agents  *calicosim.ProbeAgents
+	largest int
 }
 
 const checkNamespace = "winready-probe"
@@ -68,24 +72,34 @@ func newCheckBedOf(t testing.TB, nodes []string, spec v1alpha1.PodNetworkCheckSp
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(tracker).WithObjects(objs...).
 		WithStatusSubresource(&v1alpha1.WindowsReadiness{}).Build()
 	b := &checkBed{t: t, c: c, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
-		pods: calicosim.NewPodChecks(checkNamespace)}
+		pods: calicosim.NewPodChecks(checkNamespace), agents: calicosim.NewProbeAgents(checkNamespace)}
+	b.writes.largest = &b.largest
 	b.r = &Reconciler{Client: interceptor.NewClient(c, b.writes.count(&b.operatorWrites)), APIReader: c, Clock: b.clock,
 		opts: Options{ProbeNamespace: checkNamespace, ProbeImage: "winready:test", Clock: b.clock}.withDefaults()}
 	b.podClient = interceptor.NewClient(c, b.writes.count(&b.podWrites))
 	return b
 }
 
-// writeCount counts the writes made through a client.
-type writeCount struct{}
+// writeCount counts the writes made through a client, and keeps the size of
+// the largest object written.
+type writeCount struct{ largest *int }
 
-func (writeCount) count(n *int) interceptor.Funcs {
+func (w writeCount) size(obj client.Object) {
+	if out, err := json.Marshal(obj); err == nil && w.largest != nil {
+		*w.largest = max(*w.largest, len(out))
+	}
+}
+
+func (w writeCount) count(n *int) interceptor.Funcs {
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			*n++
+			w.size(obj)
 			return c.Create(ctx, obj, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 			*n++
+			w.size(obj)
 			return c.Update(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
@@ -98,6 +112,7 @@ func (writeCount) count(n *int) interceptor.Funcs {
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			*n++
+			w.size(obj)
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	}
@@ -144,6 +159,42 @@ func (b *checkBed) run(trigger v1alpha1.StepName) (*scope, bool) {
 		b.clock.Step(podCheckPoll)
 	}
 	b.t.Fatalf("the check for %s neither finished nor stalled", trigger)
+	return nil, false
+}
+
+// runProbe reconciles the UDP probe until its round is done or stalled, the
+// simulated agents playing their part.
+func (b *checkBed) runProbe() (*scope, bool) {
+	b.t.Helper()
+	ctx := context.Background()
+	for range 20 {
+		wr := &v1alpha1.WindowsReadiness{}
+		if err := b.c.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr); err != nil {
+			b.t.Fatal(err)
+		}
+		if wr.Status.Preflight == nil {
+			wr.Status.Preflight = &v1alpha1.PreflightStatus{}
+		}
+		p := &scope{wr: wr, before: wr.DeepCopy(), now: b.clock.Now()}
+		o := probeRound{b.r}.reconcile(ctx, p)
+		if o.Err != nil {
+			b.t.Fatalf("the probe round: %v", o.Err)
+		}
+		if _, err := b.r.conclude(ctx, p, o); err != nil {
+			b.t.Fatal(err)
+		}
+		if err := b.r.persist(ctx, p); err != nil {
+			b.t.Fatal(err)
+		}
+		if o.Done() || conditions.IsTrue(p.wr, conditions.Stalled) {
+			return p, o.Done()
+		}
+		if err := b.agents.Play(ctx, b.podClient, b.c); err != nil {
+			b.t.Fatal(err)
+		}
+		b.clock.Step(time.Second)
+	}
+	b.t.Fatal("the probe neither finished nor stalled")
 	return nil, false
 }
 
@@ -360,11 +411,55 @@ func TestPodCheckPodsMeetTheRestrictedLevel(t *testing.T) {
 	}
 }
 
+// TestBothRoundsOf5000NodesWith253CharacterNamesFit runs the UDP probe and
+// the pod network check's baseline on 5,000 nodes whose names have 253
+// characters: no object written is larger than 256 KiB (a plan or a report
+// is about a kilobyte), each round writes at most 3 objects a node and a few
+// for itself, and both pass.
+func TestBothRoundsOf5000NodesWith253CharacterNamesFit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5,000 nodes")
+	}
+	const n = 5000
+	names := make([]string, n)
+	for i := range names {
+		// Four DNS labels of 63 characters and a first of 1 + the number.
+		names[i] = fmt.Sprintf("%c%04d", 'a'+i%26, i) + strings.Repeat("."+strings.Repeat("n", 61)+"x", 4)[:248]
+		if len(names[i]) != 253 {
+			t.Fatalf("a name of %d characters", len(names[i]))
+		}
+	}
+	bed := newCheckBedOf(t, names, v1alpha1.PodNetworkCheckSpec{})
+	p, done := bed.runProbe()
+	probe := p.wr.Status.Preflight.Probe
+	if !done || probe.Nodes != n || probe.PassedPairs != 3*n || probe.MissingReports != 0 {
+		t.Fatalf("the probe: done %v, %+v", done, probe)
+	}
+	probeWrites := bed.operatorWrites + bed.podWrites
+	bed.operatorWrites, bed.podWrites = 0, 0
+	p, done = bed.run(BaselineCheck)
+	base := p.wr.Status.PodNetworkCheck.Baseline
+	if !done || base.Worse || int(base.Paired) != n || int(base.TestedPairs) != 3*n {
+		t.Fatalf("the baseline: done %v, %+v", done, base)
+	}
+	checkWrites := bed.operatorWrites + bed.podWrites
+	t.Logf("writes: the probe %d, the pod check %d; the largest object %d bytes", probeWrites, checkWrites, bed.largest)
+	if probeWrites > 2*n+20 || checkWrites > 3*n+20 {
+		t.Errorf("the probe wrote %d objects, the pod check %d: more than 2 and 3 a node", probeWrites, checkWrites)
+	}
+	if bed.largest > 256<<10 {
+		t.Errorf("an object of %d bytes was written", bed.largest)
+	}
+	if left := bed.leftOver(); len(left) > 0 {
+		t.Errorf("%d objects left after the rounds", len(left))
+	}
+}
+
 // BenchmarkPodCheckRound runs a baseline and a round after a step, with
 // every pair broken, on clusters of growing size, and checks that the round stays
-// O(N): one pod per node, three peers per pod above 16 nodes, a constant
-// number of the operator's writes plus two reports per pod, and a status
-// under its bound whatever the node names' length.
+// O(N): one pod per node, three peers per pod above 16 nodes, a plan per pod
+// and a constant number of the operator's writes, two reports per pod, and a
+// status under its bound whatever the node names' length.
 func BenchmarkPodCheckRound(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
@@ -393,8 +488,8 @@ func BenchmarkPodCheckRound(b *testing.B) {
 				if int(last.TestedPairs) != n*peers || int(last.Paired) != n {
 					b.Fatalf("%d pods tested %d pairs, want %d pods and %d pairs", last.Paired, last.TestedPairs, n, n*peers)
 				}
-				if bed.podWrites != 2*n || bed.operatorWrites > 20 {
-					b.Fatalf("%d writes by the pods, %d by the operator: want 2 per pod and a constant", bed.podWrites, bed.operatorWrites)
+				if bed.podWrites != 2*n || bed.operatorWrites > n+20 {
+					b.Fatalf("%d writes by the pods, %d by the operator: want 2 per pod, and a plan per pod and a constant", bed.podWrites, bed.operatorWrites)
 				}
 				if len(status) > 64<<10 {
 					b.Fatalf("status of %d bytes", len(status))

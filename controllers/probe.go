@@ -2,8 +2,8 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"hash/fnv"
 	"net/netip"
 	"sort"
 	"strings"
@@ -14,7 +14,8 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/probe"
+	"github.com/winready/winready/internal/round"
 )
 
 // RerunPreflightAnnotation asks for a new preflight: any new value does.
@@ -23,26 +24,19 @@ const RerunPreflightAnnotation = "winready.io/rerun-preflight"
 // DefaultProbeTimeout matches the CRD default of spec.preflight.probeTimeout.
 const DefaultProbeTimeout = 30 * time.Second
 
-// probeStartGrace is how long agents may take to be scheduled and start,
-// on top of the probe timeout, before a node's report counts as missing.
-const probeStartGrace = 60 * time.Second
-
-// probeRound runs the UDP 4789 probe round and is done once it passed. A
-// round is run for each spec generation and rerun request; while it runs the
-// reports wake the reconciler. A failed round stops the migration and is
-// tried again after the preflight retry interval.
+// probeRound runs the UDP 4789 probe round on the round engine and is done
+// once it passed. A round is run for each spec generation and rerun request;
+// while it runs the reports wake the reconciler. A failed round stops the
+// migration and is tried again after the preflight retry interval.
 type probeRound struct{ *Reconciler }
 
 func (r probeRound) reconcile(ctx context.Context, s *scope) Outcome {
-	spec := s.wr.Spec.Preflight
 	prev := s.before.Status.Preflight
 	var st *v1alpha1.ProbeStatus
 	if prev != nil && prev.Probe != nil {
 		st = prev.Probe.DeepCopy()
 	}
-	trigger := s.wr.Annotations[RerunPreflightAnnotation]
-
-	if spec.SkipNetworkProbe {
+	if s.wr.Spec.Preflight.SkipNetworkProbe {
 		if err := r.cancel(ctx, s); err != nil {
 			return failed(err)
 		}
@@ -54,13 +48,14 @@ func (r probeRound) reconcile(ctx context.Context, s *scope) Outcome {
 		return done()
 	}
 
-	fresh := st != nil && !st.Skipped && st.Generation == s.wr.Generation && st.Round != "" &&
-		strings.HasSuffix(st.Round, roundSuffix(trigger))
+	token := round.TokenOf(s.wr.Annotations[RerunPreflightAnnotation])
+	fresh := st != nil && !st.Skipped && st.Generation == s.wr.Generation &&
+		round.StageOf(&st.RoundState) != round.NotStarted && round.TokenOfState(&st.RoundState) == token
 	if fresh && st.CompletedAt != nil && probeFailing(st) && s.now.Sub(st.CompletedAt.Time) >= r.opts.PreflightRetry {
 		fresh = false
 	}
 	if !fresh {
-		return r.start(ctx, s, trigger)
+		return r.start(ctx, s, token)
 	}
 	s.wr.Status.Preflight.Probe = st
 	if st.CompletedAt == nil {
@@ -72,15 +67,6 @@ func (r probeRound) reconcile(ctx context.Context, s *scope) Outcome {
 	return done()
 }
 
-func roundSuffix(trigger string) string {
-	if trigger == "" {
-		return ""
-	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(trigger))
-	return fmt.Sprintf("-r%x", h.Sum32())
-}
-
 func probeFailing(st *v1alpha1.ProbeStatus) bool { return st.FailingPairs > 0 || st.MissingReports > 0 }
 
 func probeTimeout(s *scope) time.Duration {
@@ -90,32 +76,28 @@ func probeTimeout(s *scope) time.Duration {
 	return DefaultProbeTimeout
 }
 
-func extraTargets(s *scope) []netip.Addr {
+// engine is the round engine for the probe, and the spec of round id: the
+// agents probe for spec.preflight.probeTimeout.
+func (r probeRound) engine(s *scope, id round.ID, token round.Token) (*probe.Engine, round.Spec[probe.Params]) {
 	var extra []netip.Addr
 	for _, e := range s.wr.Spec.Preflight.ExtraTargets {
 		if a, err := netip.ParseAddr(string(e)); err == nil {
 			extra = append(extra, a)
 		}
 	}
-	return extra
-}
-
-func (r probeRound) config(s *scope) preflight.RoundConfig {
-	return preflight.RoundConfig{Namespace: r.opts.ProbeNamespace, Image: r.opts.ProbeImage, Duration: probeTimeout(s), Extra: extraTargets(s)}
+	return &probe.Engine{Kind: probe.RoundKind, Client: r.Client, Reader: r.APIReader, Namespace: r.opts.ProbeNamespace, Image: r.opts.ProbeImage},
+		round.Spec[probe.Params]{ID: id, Token: token, Timeout: round.TimeoutFor(probeTimeout(s)), Owner: round.Owner(s.wr),
+			Params: func(context.Context) (probe.Params, error) { return probe.Params{Extra: extra}, nil }}
 }
 
 // start starts a new round on every Linux node. The tries to start one are
 // bounded (each after the workqueue's backoff) before a person is asked: a
 // policy engine refusing hostNetwork pods, a quota or a missing image does not
 // go away by itself.
-func (r probeRound) start(ctx context.Context, s *scope, trigger string) Outcome {
-	nodes, err := preflight.ListLinuxNodes(ctx, r.APIReader)
-	if err != nil {
-		return failed(fmt.Errorf("preflight: listing nodes: %w", err))
-	}
-	round := preflight.RoundID(s.wr.Generation, s.now) + roundSuffix(trigger)
-	owner := []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "WindowsReadiness", Name: s.wr.Name, UID: s.wr.UID}}
-	if err := preflight.StartRound(ctx, r.Client, r.config(s), round, nodes, owner); err != nil {
+func (r probeRound) start(ctx context.Context, s *scope, token round.Token) Outcome {
+	st := &v1alpha1.ProbeStatus{Generation: s.wr.Generation}
+	e, spec := r.engine(s, round.NewID(s.wr.Generation, s.now), token)
+	if err := e.Start(ctx, s.now, spec, &st.RoundState); err != nil {
 		if attempts := s.failures + 1; attempts >= permanentAfter {
 			msg := fmt.Sprintf("preflight failed, nothing was changed: the UDP 4789 probe could not be started in %d attempts: %v. "+
 				"Fix what the API server says (an admission policy refusing hostNetwork pods, a quota, the probe image), then "+
@@ -125,20 +107,20 @@ func (r probeRound) start(ctx context.Context, s *scope, trigger string) Outcome
 		}
 		return failed(fmt.Errorf("preflight: starting the UDP 4789 probe: %w", err))
 	}
-	started := metav1.NewTime(s.now)
-	s.wr.Status.Preflight.Probe = &v1alpha1.ProbeStatus{Round: round, Generation: s.wr.Generation, StartedAt: &started, Nodes: int32(len(nodes))}
-	s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbeStarted, "Preflight", "probing UDP 4789 between %d Linux nodes (round %s)", len(nodes), round)
-	return progressing(probeTimeout(s)+probeStartGrace, "preflight: probing UDP 4789 between %d Linux nodes", len(nodes))
+	s.wr.Status.Preflight.Probe = st
+	s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbeStarted, "Preflight", "probing UDP 4789 between %d Linux nodes (round %s)", st.Nodes, st.Round)
+	return progressing(spec.Timeout, "preflight: probing UDP 4789 between %d Linux nodes", st.Nodes)
 }
 
-// cancel removes the agents, the plan and the reports of a round that is still
-// running, when the spec no longer wants it (skipped, paused, rolled back).
+// cancel removes the agents, the plans and the reports of a round that is
+// still running, when the spec no longer wants it.
 func (r probeRound) cancel(ctx context.Context, s *scope) error {
 	prev := s.before.Status.Preflight
-	if prev == nil || prev.Probe == nil || prev.Probe.Skipped || prev.Probe.Round == "" || prev.Probe.CompletedAt != nil {
+	if prev == nil || prev.Probe == nil || prev.Probe.Skipped {
 		return nil
 	}
-	if err := preflight.Cleanup(ctx, r.Client, r.opts.ProbeNamespace); err != nil {
+	e, _ := r.engine(s, round.ID(prev.Probe.Round), "")
+	if stopped, err := e.Stop(ctx, &prev.Probe.RoundState); err != nil || !stopped {
 		return err
 	}
 	if pf := s.wr.Status.Preflight; pf != nil {
@@ -148,29 +130,34 @@ func (r probeRound) cancel(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// collect waits for the reports of a round and aggregates them once every
-// node has reported or the round's time is up.
+// cancelRounds stops the rounds under way, the probe's and the pod network
+// check's, when the spec wants none (paused, a dry run, a rollback).
+func (r *Reconciler) cancelRounds(ctx context.Context, s *scope) error {
+	return errors.Join(probeRound{r}.cancel(ctx, s), podCheck{r, BaselineCheck}.cancel(ctx, s))
+}
+
+// collect waits for the reports of a round and judges them once every node
+// has reported or the round's time is up.
 func (r probeRound) collect(ctx context.Context, s *scope, st *v1alpha1.ProbeStatus) Outcome {
-	ns := r.opts.ProbeNamespace
-	reports, failures, err := preflight.ReadReports(ctx, r.Client, ns, st.Round)
+	e, spec := r.engine(s, round.ID(st.Round), round.TokenOfState(&st.RoundState))
+	progress, err := e.Advance(ctx, s.now, spec, &st.RoundState)
 	if err != nil {
 		return failed(err)
 	}
-	deadline := st.StartedAt.Add(probeTimeout(s) + probeStartGrace)
-	if got := len(reports) + len(failures); got < int(st.Nodes) && s.now.Before(deadline) {
-		return progressing(deadline.Sub(s.now), "preflight: probing UDP 4789, %d of %d nodes reported", got, st.Nodes)
+	if progress.Stage != round.Complete {
+		return progressing(progress.Wait, "preflight: probing UDP 4789, %d of %d nodes reported", progress.Reported, progress.Expected)
 	}
-	// Count against the plan the agents were given, not the nodes of now.
-	nodes, plan, err := preflight.ReadPlan(ctx, r.APIReader, ns, st.Round)
+	res, ok, err := e.Results(ctx, &st.RoundState)
 	if err != nil {
 		return failed(err)
 	}
-	if nodes == nil {
-		// The plan is gone (removed by hand, or a round replaced it): probe again.
-		return r.start(ctx, s, s.wr.Annotations[RerunPreflightAnnotation])
+	if !ok {
+		// The plans are gone (removed by hand, or a round replaced them):
+		// probe again.
+		return r.start(ctx, s, round.TokenOf(s.wr.Annotations[RerunPreflightAnnotation]))
 	}
-	result := preflight.Aggregate(nodes, plan, extraTargets(s), reports)
-	result.Round, result.Generation, result.StartedAt = st.Round, st.Generation, st.StartedAt
+	result := probe.Judge(res)
+	result.RoundState, result.Generation = st.RoundState, st.Generation
 	completed := metav1.NewTime(s.now)
 	result.CompletedAt = &completed
 	s.wr.Status.Preflight.Probe = &result
@@ -183,11 +170,11 @@ func (r probeRound) collect(ctx context.Context, s *scope, st *v1alpha1.ProbeSta
 	if err := r.checkpoint(ctx, s, "the probe reports are deleted"); err != nil {
 		return failed(err)
 	}
-	if err := preflight.Cleanup(ctx, r.Client, ns); err != nil {
+	if err := e.Cleanup(ctx); err != nil {
 		return failed(err)
 	}
 	if probeFailing(&result) {
-		o.Message = "preflight failed, nothing was changed: " + probeMessage(&result, failures)
+		o.Message = "preflight failed, nothing was changed: " + probeMessage(&result, res.Failed)
 		return o.lookAgain(r.opts.PreflightRetry)
 	}
 	s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbePassed, "Preflight", "UDP 4789 passed on all %d probed pairs", result.PassedPairs)

@@ -21,13 +21,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/internal/podcheck"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/probe"
+	"github.com/winready/winready/internal/round"
 )
 
 // podCheckDaemonSet is the pod network check's DaemonSet the reconciler
 // creates.
 func podCheckDaemonSet() *appsv1.DaemonSet {
-	return podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+	return round.DaemonSet(podcheck.RoundKind, probeNamespace, managerImage, "r", nil)
 }
 
 // saTokenVolume is the volume the ServiceAccount admission plugin adds to
@@ -154,10 +155,10 @@ var _ = Describe("ConfigMaps in the probe namespace", func() {
 		}
 		Eventually(func() error { return createAsManager(cm("other")) }).
 			Should(MatchError(ContainSubstring("the manager writes only the plans here")))
-		Expect(createAsManager(cm(preflight.ReportName("node-a")))).To(MatchError(ContainSubstring("the manager writes only the plans here")),
+		Expect(createAsManager(cm(probe.RoundKind.ReportName("node-a")))).To(MatchError(ContainSubstring("the manager writes only the plans here")),
 			"the agents write the reports")
-		Expect(createAsManager(cm(preflight.ProbeName))).To(Succeed())
-		Expect(createAsManager(cm(podcheck.Name))).To(Succeed())
+		Expect(createAsManager(cm(probe.RoundKind.PlanName("node-a")))).To(Succeed())
+		Expect(createAsManager(cm(podcheck.RoundKind.PlanName("node-a")))).To(Succeed())
 	})
 })
 
@@ -208,11 +209,11 @@ var _ = Describe("The probe namespace's quota and limits", func() {
 		Eventually(quotaHolds(quota.Spec.Hard)).Should(Succeed(), "the quota is installed and computed")
 
 		By("fitting both kinds of round at once on 5,000 nodes, twice over for what the quota controller has yet to release")
-		// A round of each kind: its DaemonSet, its plan and one report per
+		// A round of each kind: its DaemonSet, and a plan and a report per
 		// node; the pod network check's has a Service too.
 		const nodes = 5000
 		type round struct{ daemonSets, configMaps, services int64 }
-		probeRound, checkRound := round{1, 1 + nodes, 0}, round{1, 1 + nodes, 1}
+		probeRound, checkRound := round{1, 2 * nodes, 0}, round{1, 2 * nodes, 1}
 		need := map[corev1.ResourceName]int64{
 			"count/daemonsets.apps": 2 * (probeRound.daemonSets + checkRound.daemonSets),
 			// and kube-root-ca.crt, which the API server puts in every namespace

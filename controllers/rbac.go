@@ -38,7 +38,8 @@ package controllers
 // +kubebuilder:rbac:groups=apps,namespace=winready-probe,resources=daemonsets,verbs=create
 // +kubebuilder:rbac:groups=apps,namespace=winready-probe,resources=daemonsets,resourceNames=winready-probe,verbs=delete
 // +kubebuilder:rbac:groups="",namespace=winready-probe,resources=configmaps,verbs=create;list;watch;deletecollection
-// +kubebuilder:rbac:groups="",namespace=winready-probe,resources=configmaps,resourceNames=winready-probe,verbs=get;delete
+// +kubebuilder:rbac:groups="",namespace=winready-probe,resources=secrets,verbs=create
+// +kubebuilder:rbac:groups="",namespace=winready-probe,resources=secrets,resourceNames=winready-probe,verbs=delete
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=configmaps,resourceNames=kubeadm-config,verbs=get
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=services,resourceNames=kube-dns;rke2-coredns-rke2-coredns,verbs=get
 // +kubebuilder:rbac:groups="",namespace=kube-public,resources=configmaps,resourceNames=cluster-info,verbs=get

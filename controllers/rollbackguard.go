@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +19,7 @@ func (r rollbackGuard) reconcile(ctx context.Context, s *scope) Outcome {
 		return o
 	}
 	s.set(conditions.RollbackAllowed, metav1.ConditionTrue, conditions.ReasonNoWindowsNodes, "no Windows node has joined")
-	if err := errors.Join(probeRound{r.Reconciler}.cancel(ctx, s), podCheck{r.Reconciler, BaselineCheck}.cancel(ctx, s)); err != nil {
+	if err := r.cancelRounds(ctx, s); err != nil {
 		return failed(err)
 	}
 	return done()

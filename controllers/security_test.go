@@ -28,7 +28,8 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/podcheck"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/probe"
+	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 	installpkg "github.com/winready/winready/test/install"
 )
@@ -36,6 +37,7 @@ import (
 const (
 	managerSA = "system:serviceaccount:winready-system:winready-manager"
 	agentSA   = "system:serviceaccount:winready-probe:winready-probe"
+	checkSA   = "system:serviceaccount:winready-probe:winready-podcheck"
 )
 
 // managerImage is the image config/default gives the manager; the operator
@@ -112,6 +114,8 @@ var managerMay = []access{
 	{"", "list", "projectcalico.org", "ippools", ""},
 	{"", "list", "projectcalico.org", "bgppeers", ""},
 	{"", "list", "crd.projectcalico.org", "ipamblocks", ""},
+	{"", "watch", "crd.projectcalico.org", "ipamblocks", ""},
+	{"", "watch", "projectcalico.org", "ipamblocks", ""},
 	{"", "list", "networking.k8s.io", "networkpolicies", ""},
 	{"", "list", "networking.k8s.io", "servicecidrs", ""},
 	{"", "list", "apps", "daemonsets", ""},
@@ -140,14 +144,13 @@ var managerMay = []access{
 	{"winready-probe", "create", "", "configmaps", ""},
 	{"winready-probe", "watch", "", "configmaps", ""},
 	{"winready-probe", "deletecollection", "", "configmaps", ""},
-	{"winready-probe", "get", "", "configmaps", "winready-probe"},
-	{"winready-probe", "delete", "", "configmaps", "winready-probe"},
+	{"winready-probe", "list", "", "configmaps", ""},
+	{"winready-probe", "create", "", "secrets", ""},
+	{"winready-probe", "delete", "", "secrets", "winready-probe"},
 	{"winready-probe", "delete", "apps", "daemonsets", "winready-podcheck"},
 	{"winready-probe", "create", "", "services", ""},
 	{"winready-probe", "get", "", "services", "winready-podcheck"},
 	{"winready-probe", "delete", "", "services", "winready-podcheck"},
-	{"winready-probe", "get", "", "configmaps", "winready-podcheck"},
-	{"winready-probe", "delete", "", "configmaps", "winready-podcheck"},
 	{"kube-system", "get", "", "configmaps", "kubeadm-config"},
 	{"kube-system", "get", "", "services", "kube-dns"},
 	{"kube-system", "get", "", "services", "rke2-coredns-rke2-coredns"},
@@ -197,6 +200,8 @@ var managerMayNot = []access{
 	{"winready-probe", "update", "apps", "daemonsets", "winready-probe"},
 	{"winready-probe", "create", "", "pods", ""},
 	{"winready-probe", "get", "", "configmaps", "other"},
+	{"winready-probe", "get", "", "secrets", "winready-probe"},
+	{"winready-probe", "delete", "", "secrets", "other"},
 	{"kube-system", "get", "", "configmaps", "coredns"},
 	{"kube-system", "create", "", "configmaps", ""},
 	{"default", "list", "", "configmaps", ""},
@@ -204,21 +209,41 @@ var managerMayNot = []access{
 	{"", "create", "certificates.k8s.io", "certificatesigningrequests", ""},
 }
 
-// agentMay and agentMayNot are the probe agents' requests; which report an
-// agent may write is left to admission (below).
+// agentMay and agentMayNot are the probe agents' requests: read or watch
+// their own plan (RBAC cannot name it, a plan holds nothing secret), read the
+// round's key; which report an agent may write is left to admission (below).
 var agentMay = []access{
-	{"winready-probe", "get", "", "configmaps", "winready-probe"},
+	{"winready-probe", "get", "", "configmaps", "winready-probe-plan-linux-0"},
+	{"winready-probe", "watch", "", "configmaps", ""},
+	{"winready-probe", "get", "", "secrets", "winready-probe"},
 	{"winready-probe", "create", "", "configmaps", ""},
 	{"winready-probe", "update", "", "configmaps", "winready-probe-report-linux-0"},
 }
 
 var agentMayNot = []access{
-	{"winready-probe", "get", "", "configmaps", "other"},
-	{"winready-probe", "delete", "", "configmaps", "winready-probe"},
+	{"winready-probe", "delete", "", "configmaps", "winready-probe-plan-linux-0"},
 	{"winready-probe", "list", "", "configmaps", ""},
 	{"winready-probe", "get", "", "secrets", "any"},
+	{"winready-probe", "list", "", "secrets", ""},
+	{"winready-probe", "watch", "", "secrets", ""},
 	{"winready-system", "create", "", "configmaps", ""},
 	{"winready-system", "get", "", "configmaps", "winready-originals"},
+	{"", "list", "", "nodes", ""},
+}
+
+// checkMay and checkMayNot are the pod network check pods': watch their own
+// plan (they are paired only once they serve), never the probe's key.
+var checkMay = []access{
+	{"winready-probe", "watch", "", "configmaps", ""},
+	{"winready-probe", "create", "", "configmaps", ""},
+	{"winready-probe", "update", "", "configmaps", "winready-podcheck-report-linux-0"},
+}
+
+var checkMayNot = []access{
+	{"winready-probe", "get", "", "secrets", "winready-probe"},
+	{"winready-probe", "get", "", "configmaps", "other"},
+	{"winready-probe", "list", "", "configmaps", ""},
+	{"winready-probe", "delete", "", "configmaps", "winready-podcheck-plan-linux-0"},
 	{"", "list", "", "nodes", ""},
 }
 
@@ -336,11 +361,13 @@ var _ = Describe("Least privilege", func() {
 		objs := install()
 		expectAccess(managerSA, managerMay, managerMayNot)
 		expectAccess(agentSA, agentMay, agentMayNot)
+		expectAccess(checkSA, checkMay, checkMayNot)
 
 		By("covering every rule of config/default with an allowed request")
-		manager, agent := "winready-system/winready-manager", "winready-probe/winready-probe"
+		manager, agent, check := "winready-system/winready-manager", "winready-probe/winready-probe", "winready-probe/winready-podcheck"
 		expectCovered(objs, manager, managerMay)
 		expectCovered(objs, agent, agentMay)
+		expectCovered(objs, check, checkMay)
 
 		By("counting the rules that allow writes, as docs/security.md's table does")
 		Expect(writeRules(objs, manager, false)).To(Equal(map[string]int{
@@ -351,6 +378,7 @@ var _ = Describe("Least privilege", func() {
 		Expect(writeRules(objs, agent, false)).To(Equal(map[string]int{"winready-probe": 1}))
 		Expect(writeRules(objs, agent, true)).To(Equal(map[string]int{"winready-probe": 1}),
 			"reports are updated by node name, which admission checks")
+		Expect(writeRules(objs, check, true)).To(Equal(map[string]int{"winready-probe": 1}))
 	})
 
 	It("pins the probe agents to the manager's image by digest when config/default is given a digest", func() {
@@ -435,34 +463,34 @@ var _ = Describe("Admission in the probe namespace", func() {
 			Expect(createAsManager(ds)).To(MatchError(ContainSubstring(why)), why)
 		}
 		for why, change := range podTemplatePins {
-			check := podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+			check := round.DaemonSet(podcheck.RoundKind, probeNamespace, managerImage, "r", nil)
 			change(check)
 			Expect(createAsManager(check)).To(MatchError(ContainSubstring(why)), "the pod network check: %s", why)
 		}
-		check := podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check := round.DaemonSet(podcheck.RoundKind, probeNamespace, managerImage, "r", nil)
 		check.Spec.Template.Spec.Containers[0].Args = []string{"probe", "--namespace=" + probeNamespace}
 		Expect(createAsManager(check)).To(MatchError(ContainSubstring("the pod network check runs its fixed command")))
 		// An unmasked /proc needs a user namespace, which the API server's
 		// validation already refuses on the host network: only the pod
 		// network check could ask for it.
-		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check = round.DaemonSet(podcheck.RoundKind, probeNamespace, managerImage, "r", nil)
 		check.Spec.Template.Spec.HostUsers = ptr.To(false)
 		check.Spec.Template.Spec.Containers[0].SecurityContext.ProcMount = ptr.To(corev1.UnmaskedProcMount)
 		Expect(createAsManager(check)).To(MatchError(ContainSubstring("no procMount")))
-		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check = round.DaemonSet(podcheck.RoundKind, probeNamespace, managerImage, "r", nil)
 		check.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "any"}}}}}}}}
 		Expect(createAsManager(check)).To(MatchError(ContainSubstring("no Secret in a projected volume")))
 
 		By("leaving room for DaemonSets at the restricted level, such as the pod network check")
-		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check = round.DaemonSet(podcheck.RoundKind, probeNamespace, managerImage, "r", nil)
 		Expect(createAsManager(check)).To(Succeed())
-		check.Spec.Template.Spec.ServiceAccountName = preflight.ProbeServiceAccount
+		check.Spec.Template.Spec.ServiceAccountName = probe.ServiceAccount
 		Expect(createAsManager(check)).To(MatchError(ContainSubstring("only the probe runs as the winready-probe ServiceAccount")))
-		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check = round.DaemonSet(podcheck.RoundKind, probeNamespace, managerImage, "r", nil)
 		check.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities.Add = []corev1.Capability{"NET_RAW"}
 		Expect(createAsManager(check)).To(MatchError(ContainSubstring("drop all capabilities")))
-		check = podcheck.DaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: managerImage}, "r", nil)
+		check = round.DaemonSet(podcheck.RoundKind, probeNamespace, managerImage, "r", nil)
 		check.Spec.Template.Spec.SecurityContext.RunAsUser = ptr.To[int64](0)
 		Expect(createAsManager(check)).To(MatchError(ContainSubstring("run as non-root")))
 
@@ -532,14 +560,14 @@ var _ = Describe("Services in the probe namespace", func() {
 
 // probeDaemonSet is the probe DaemonSet the reconciler creates.
 func probeDaemonSet(image string) *appsv1.DaemonSet {
-	return preflight.AgentDaemonSet(preflight.RoundConfig{Namespace: probeNamespace, Image: image}, "r", nil)
+	return round.DaemonSet(probe.RoundKind, probeNamespace, image, "r", nil)
 }
 
 // asUser is a client of the suite's API server as another identity.
-func asUser(mutate func(*rest.Config)) client.Client {
+func asUser(mutate func(*rest.Config)) client.WithWatch {
 	c := rest.CopyConfig(cfg)
 	mutate(c)
-	cl, err := client.New(c, client.Options{Scheme: scheme})
+	cl, err := client.NewWithWatch(c, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	return cl
 }
@@ -553,13 +581,13 @@ func asManager() client.Client { return asUser(asManagerConfig) }
 
 // tokenClient is a client with the token of the agents' ServiceAccount that
 // the request asks for.
-func tokenClient(spec authenticationv1.TokenRequestSpec) client.Client {
-	return tokenClientFor(preflight.ProbeServiceAccount, spec)
+func tokenClient(spec authenticationv1.TokenRequestSpec) client.WithWatch {
+	return tokenClientFor(probe.ServiceAccount, spec)
 }
 
 // tokenClientFor is tokenClient for another ServiceAccount of the probe
 // namespace.
-func tokenClientFor(account string, spec authenticationv1.TokenRequestSpec) client.Client {
+func tokenClientFor(account string, spec authenticationv1.TokenRequestSpec) client.WithWatch {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: account}}
 	spec.ExpirationSeconds = ptr.To[int64](3600)
 	tr := &authenticationv1.TokenRequest{Spec: spec}
@@ -577,12 +605,12 @@ func createAsManager(obj client.Object) error {
 
 // agentOn is a client holding a token bound to a probe pod on node, as the
 // agent running there holds; the pod is removed after the spec.
-func agentOn(node string) client.Client { return agentOnAs(preflight.ProbeServiceAccount, node) }
+func agentOn(node string) client.WithWatch { return agentOnAs(probe.ServiceAccount, node) }
 
 // agentOnAs is agentOn for the agents running as account: the pod is the
 // one the DaemonSet controller makes of the probe's or the pod network
 // check's DaemonSet, which the probe namespace's Pod policy admits.
-func agentOnAs(account, node string) client.Client {
+func agentOnAs(account, node string) client.WithWatch {
 	ds := probeDaemonSet(managerImage)
 	if account == podcheck.ServiceAccount {
 		ds = podCheckDaemonSet()
@@ -598,13 +626,13 @@ func agentOnAs(account, node string) client.Client {
 	})
 }
 
-// report is node's report ConfigMap claiming to be from claimed.
+// report is node's probe report ConfigMap claiming to be from claimed.
 func report(node, claimed string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ReportName(node),
-			Labels: preflight.ReportLabels("r")},
-		Data: preflight.EncodeReport("r", claimed, "capture", nil, nil, ""),
-	}
+	cm, err := round.ReportObject(probe.RoundKind, probeNamespace, round.Report[probe.Result]{Round: "r", Node: claimed, Stage: round.Done,
+		Result: probe.Result{Mode: probe.ModeCapture}})
+	Expect(err).NotTo(HaveOccurred())
+	cm.Name = probe.RoundKind.ReportName(node)
+	return cm
 }
 
 var _ = Describe("Probe reports", func() {
@@ -615,13 +643,21 @@ var _ = Describe("Probe reports", func() {
 			DeferCleanup(deleteNode, n)
 		}
 		a := agentOn("node-a")
-		plan := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: preflight.ProbeName}}
+		plan := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: probe.RoundKind.PlanName("node-a"),
+			Labels: map[string]string{round.PlanLabel: "r", round.ComponentLabel: probe.RoundKind.Component}},
+			Data: map[string]string{round.NodeKey: "node-a", round.PlanKey: `{"addr":"10.0.0.1"}`}}
 		Expect(a.Create(ctx, plan, client.DryRunAll)).To(MatchError(ContainSubstring("writes only ConfigMap winready-probe-report-node-a")))
 		Expect(k8s.Create(ctx, plan)).To(Succeed())
 		DeferCleanup(func() { Expect(k8s.Delete(ctx, plan)).To(Succeed()) })
-		Expect(a.Get(ctx, client.ObjectKeyFromObject(plan), &corev1.ConfigMap{})).To(Succeed(), "an agent reads the plan")
-		plan.Data = map[string]string{"node-b": "10.0.0.1|"}
+		mine, err := round.Agent[probe.Params, probe.Result]{Client: a, Kind: probe.RoundKind, Namespace: probeNamespace, Node: "node-a"}.Plan(ctx, "r")
+		Expect(err).NotTo(HaveOccurred(), "an agent reads its own plan")
+		Expect(mine.Addr.String()).To(Equal("10.0.0.1"))
+		plan.Data[round.PlanKey] = `{"addr":"10.0.0.2"}`
 		Expect(a.Update(ctx, plan)).To(MatchError(ContainSubstring("writes only ConfigMap winready-probe-report-node-a")))
+		forgedPlan := report("node-a", "node-a")
+		forgedPlan.Labels[round.PlanLabel] = "r"
+		Expect(a.Create(ctx, forgedPlan, client.DryRunAll)).To(MatchError(ContainSubstring("an agent writes no plan")),
+			"its own report, labelled as a plan the manager would read")
 
 		Expect(a.Create(ctx, report("node-b", "node-b"), client.DryRunAll)).To(MatchError(ContainSubstring("writes only ConfigMap")))
 		Expect(a.Create(ctx, report("node-a", "node-b"), client.DryRunAll)).To(MatchError(ContainSubstring("reports only for its own node")))
@@ -644,15 +680,18 @@ var _ = Describe("Probe reports", func() {
 
 		By("holding each agent to its own kind's report")
 		unlabelled := report("node-a", "node-a")
-		delete(unlabelled.Labels, preflight.ComponentLabel)
+		delete(unlabelled.Labels, round.ComponentLabel)
 		Expect(a.Create(ctx, unlabelled, client.DryRunAll)).To(MatchError(ContainSubstring("its own kind's report")))
 		check := agentOnAs(podcheck.ServiceAccount, "node-a")
 		forged := report("node-a", "node-a")
-		forged.Name = podcheck.ReportName("node-a")
+		forged.Name = podcheck.RoundKind.ReportName("node-a")
 		Expect(check.Create(ctx, forged, client.DryRunAll)).To(MatchError(ContainSubstring("its own kind's report")),
 			"a pod network check token writes no report the probe round counts")
-		Expect(check.Create(ctx, podcheck.Report(probeNamespace, "r", "node-a", map[string]string{preflight.ReportNode: "node-a"}),
-			client.DryRunAll)).To(Succeed(), "its own report")
+		ownReport, err := round.ReportObject(podcheck.RoundKind, probeNamespace, round.Report[podcheck.Result]{Round: "r", Node: "node-a", Stage: round.Serving})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(check.Create(ctx, ownReport, client.DryRunAll)).To(Succeed(), "its own report")
+		Expect(check.Get(ctx, client.ObjectKey{Namespace: probeNamespace, Name: probe.RoundKind.Name}, &corev1.Secret{})).
+			To(MatchError(ContainSubstring("forbidden")), "the probe's key is not the pod network check's")
 	})
 
 })

@@ -27,7 +27,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/metrics"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/internal/windows"
 )
 
@@ -48,16 +48,17 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // CacheOptions caches only what the reconciler reads: DaemonSets of
 // calico-system, the services-endpoint ConfigMap (watched by name, which its
-// name-scoped RBAC requires), the probe reports in probeNamespace, Nodes as
-// metadata, and no managedFields anywhere. The record of the originals in the
-// operator's namespace is read past the cache.
+// name-scoped RBAC requires), the rounds' reports in probeNamespace (not
+// their plans), Nodes as metadata, IPAM blocks as their affinity alone, and
+// no managedFields anywhere. The record of the originals in the operator's
+// namespace is read past the cache.
 func CacheOptions(probeNamespace string) cache.Options {
-	reports, err := labels.NewRequirement(preflight.ReportLabel, selection.Exists, nil)
+	reports, err := labels.NewRequirement(round.ReportLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant label key
 	}
 	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: stripCached,
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.DaemonSet{}: {Namespaces: map[string]cache.Config{calico.SystemNamespace: {}}},
 			&corev1.Pod{}: {Namespaces: map[string]cache.Config{calico.SystemNamespace: {
@@ -90,7 +91,7 @@ type Options struct {
 	// Namespace is the operator's namespace, where the originals are recorded.
 	Namespace string
 	// ProbeNamespace is where the node rounds run (config/probe);
-	// preflight.DefaultProbeNamespace when empty.
+	// round.DefaultNamespace when empty.
 	ProbeNamespace string
 	// ProbeImage is the image of the probe agents: the operator's own.
 	ProbeImage string
@@ -116,7 +117,7 @@ func (o Options) withDefaults() Options {
 	set(&o.RetryBase, DefaultRetryBase)
 	set(&o.RetryMax, DefaultRetryMax)
 	if o.ProbeNamespace == "" {
-		o.ProbeNamespace = preflight.DefaultProbeNamespace
+		o.ProbeNamespace = round.DefaultNamespace
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -144,6 +145,9 @@ func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
+	}
+	if err := indexBlocks(context.Background(), mgr.GetFieldIndexer(), disco); err != nil {
+		return nil, fmt.Errorf("indexing IPAM blocks by node: %w", err)
 	}
 	metrics.Register()
 	writes := metrics.NewWriteCounter(mgr.GetScheme())

@@ -2,14 +2,18 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -18,6 +22,10 @@ import (
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/internal/windows"
 )
+
+// The join watch reads IPAM blocks through the manager's cache, indexed by
+// node (CacheOptions, indexBlocks).
+// +kubebuilder:rbac:groups=projectcalico.org;crd.projectcalico.org,resources=ipamblocks,verbs=watch
 
 // joinWatch ends a migration whose every step is done: the cluster is Ready
 // for Windows nodes. It then follows each Windows node as it joins: its
@@ -88,8 +96,11 @@ func (r joinWatch) follow(ctx context.Context, s *scope) (time.Duration, error) 
 // affineBlocks finds an IPAM block affine to each Windows node that had none
 // at the last look. A block stays affine to its node until the node is
 // deleted (Calico's kube-controllers then release it), so a node that had one
-// keeps it, and every block of the cluster is listed only while some Windows
-// node still waits for one. The boolean is false when no API serves blocks.
+// keeps it, and only the nodes still waiting for one are looked up, in the
+// cache's index of blocks by node: a pass costs what changed, not every
+// block of the cluster. Where the cache cannot answer (no API served blocks
+// when the manager started), the blocks are listed from the API server. The
+// boolean is false when no API serves blocks.
 func (r joinWatch) affineBlocks(ctx context.Context, nodes []corev1.Node, prev map[string]*v1alpha1.WindowsNodeJoin) (map[string]string, bool, error) {
 	blocks := make(map[string]string, len(nodes))
 	wanted := map[string]bool{}
@@ -107,16 +118,57 @@ func (r joinWatch) affineBlocks(ctx context.Context, nodes []corev1.Node, prev m
 	if err != nil {
 		return nil, false, err
 	}
+	affine := func(b calicov3.IPAMBlock) {
+		host := windows.AffineHost(b.Spec.Affinity)
+		if wanted[host] && b.DeletionTimestamp == nil && (blocks[host] == "" || b.Spec.CIDR < blocks[host]) {
+			blocks[host] = b.Spec.CIDR
+		}
+	}
+	err = r.cachedBlocks(ctx, api, wanted, affine)
+	if err == nil {
+		return blocks, true, nil
+	}
+	log.FromContext(ctx).V(1).Info("IPAM blocks not in the cache's index, listing them", "error", err.Error())
 	readable, err := preflight.EachIPAMBlockPage(ctx, r.APIReader, api, func(page []calicov3.IPAMBlock) error {
 		for _, b := range page {
-			host := windows.AffineHost(b.Spec.Affinity)
-			if wanted[host] && b.DeletionTimestamp == nil && (blocks[host] == "" || b.Spec.CIDR < blocks[host]) {
-				blocks[host] = b.Spec.CIDR
-			}
+			affine(b)
 		}
 		return nil
 	})
 	return blocks, readable, err
+}
+
+// cachedBlocks visits the cached blocks affine to each wanted node, through
+// the index by node; it fails when the cache has no such index.
+func (r joinWatch) cachedBlocks(ctx context.Context, api preflight.CalicoAPI, wanted map[string]bool, visit func(calicov3.IPAMBlock)) error {
+	for node := range wanted {
+		switch {
+		case api.V3["ipamblocks"]:
+			list := &calicov3.IPAMBlockList{}
+			if err := r.Client.List(ctx, list, client.MatchingFields{blockHostIndex: node}); err != nil {
+				return err
+			}
+			for _, b := range list.Items {
+				visit(b)
+			}
+		case api.V1["ipamblocks"]:
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(crdIPAMBlock().GroupVersionKind().GroupVersion().WithKind("IPAMBlockList"))
+			if err := r.Client.List(ctx, list, client.MatchingFields{blockHostIndex: node}); err != nil {
+				return err
+			}
+			for _, u := range list.Items {
+				var b calicov3.IPAMBlock
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &b); err != nil {
+					return err
+				}
+				visit(b)
+			}
+		default:
+			return errors.New("no API serves IPAM blocks")
+		}
+	}
+	return nil
 }
 
 // nodeNotJoined records a node that has not joined in time, naming it.

@@ -541,22 +541,42 @@ type ProbePair struct {
 // stays small however large the cluster.
 const MaxListed = 20
 
+// RoundState is where a round of agents on every Linux node stands, the UDP
+// 4789 probe's or a pod network check's: started, planned (each agent given
+// its peers), completed.
+type RoundState struct {
+	// Round identifies the round; the agents' plans and reports carry it.
+	// +kubebuilder:validation:MaxLength=64
+	Round string `json:"round"`
+	// RerunToken is the token of the rerun annotation the round ran for,
+	// empty when none was set: a new value of the annotation asks for a new
+	// round.
+	// +kubebuilder:validation:MaxLength=16
+	// +optional
+	RerunToken string `json:"rerunToken,omitempty"`
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// PlannedAt is when the agents were given their peers.
+	// +optional
+	PlannedAt *metav1.Time `json:"plannedAt,omitempty"`
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Nodes is how many Linux nodes were expected; Paired how many agents
+	// were given their peers.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+	// +optional
+	Paired int32 `json:"paired,omitempty"`
+}
+
 // ProbeStatus is the outcome of a round of the UDP 4789 probe.
 type ProbeStatus struct {
-	// Round identifies the round; agents' reports carry it.
-	Round string `json:"round"`
+	RoundState `json:",inline"`
 	// Generation is the spec generation the round ran for.
 	Generation int64 `json:"generation"`
 	// Skipped records spec.preflight.skipNetworkProbe, acknowledged by a person.
 	// +optional
 	Skipped bool `json:"skipped,omitempty"`
-	// +optional
-	StartedAt *metav1.Time `json:"startedAt,omitempty"`
-	// +optional
-	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
-	// Nodes is how many Linux nodes took part.
-	// +optional
-	Nodes int32 `json:"nodes,omitempty"`
 	// PlannedPairs, PassedPairs and FailingPairs count directed pairs,
 	// extra targets included.
 	// +optional
@@ -604,28 +624,14 @@ type PodPairResult struct {
 	PathMTU int32 `json:"pathMTU,omitempty"`
 }
 
-// PodCheckRound is one round of the pod network check.
+// PodCheckRound is one round of the pod network check. Its pods are paired
+// (PlannedAt, Paired) once they serve.
 type PodCheckRound struct {
-	// Round identifies the round; the pods' reports carry it.
-	// +kubebuilder:validation:MaxLength=64
-	Round string `json:"round"`
+	RoundState `json:",inline"`
 	// Trigger is Baseline (before the first change) or the step after which
 	// the round ran.
 	// +kubebuilder:validation:Enum=Baseline;Encapsulation;BGP;ServicesEndpoint
 	Trigger string `json:"trigger"`
-	// +optional
-	StartedAt *metav1.Time `json:"startedAt,omitempty"`
-	// PlannedAt is when the pods served and were paired.
-	// +optional
-	PlannedAt *metav1.Time `json:"plannedAt,omitempty"`
-	// +optional
-	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
-	// Nodes is how many Linux nodes were expected; Paired how many pods
-	// served in time to be paired.
-	// +optional
-	Nodes int32 `json:"nodes,omitempty"`
-	// +optional
-	Paired int32 `json:"paired,omitempty"`
 	// PodMTU is the MTU the pods reported.
 	// +optional
 	PodMTU int32 `json:"podMTU,omitempty"`

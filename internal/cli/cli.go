@@ -168,5 +168,10 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
 	}
+	// As in a pod (ctrl.GetConfig): no client-side rate limit, the API
+	// server's priority and fairness decides; a round writes a plan a node.
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
 	return cfg, nil
 }

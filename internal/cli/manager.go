@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/winready/winready/controllers"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/internal/securemetrics"
 	"github.com/winready/winready/internal/version"
 )
@@ -34,7 +34,7 @@ func operatorFlags() (*flag.FlagSet, *operatorOptions) {
 	fs := flag.NewFlagSet("winready", flag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig; in a pod the service account is used")
 	fs.StringVar(&o.namespace, "namespace", "winready-system", "the operator's namespace: leader election lease and the record of the originals")
-	fs.StringVar(&o.probeNamespace, "probe-namespace", preflight.DefaultProbeNamespace, "namespace of the probe rounds (privileged Pod Security level, guarded by an admission policy)")
+	fs.StringVar(&o.probeNamespace, "probe-namespace", round.DefaultNamespace, "namespace of the probe rounds (privileged Pod Security level, guarded by an admission policy)")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader so that only one replica changes the cluster")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the Prometheus metrics endpoint; 0 disables it")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to scrapers the API server authenticates and allows get on /metrics; false serves plain HTTP to anyone (a local demo)")

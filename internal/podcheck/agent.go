@@ -1,7 +1,7 @@
 // Package podcheck proves the pod network: short-lived pods on every Linux
 // node serve a TCP echo and answer ICMP, test their peers on other nodes over
 // TCP (a small payload and one filling the pod MTU), ICMP, DNS and a Service
-// ClusterIP, and report through the preflight round machinery. Diagnose
+// ClusterIP, and report through the round engine (internal/round). Diagnose
 // compares a round with the baseline taken before the first change and names
 // what broke: checksum offload, the MTU, or the VXLAN path between nodes.
 package podcheck
@@ -56,24 +56,24 @@ type Config struct {
 
 // PeerResult is what one pod saw of one peer.
 type PeerResult struct {
-	Peer     netip.Addr
-	ICMP     Outcome
-	TCPSmall Outcome
-	TCPFull  Outcome
+	Peer     netip.Addr `json:"peer"`
+	ICMP     Outcome    `json:"icmp"`
+	TCPSmall Outcome    `json:"tcp"`
+	TCPFull  Outcome    `json:"tcpFull"`
 	// PathMTU is the largest packet (IP header included) that reached the
 	// peer with Don't Fragment set, measured only when the full-size TCP
 	// check failed and the small one passed; 0 when not measured.
-	PathMTU int
+	PathMTU int `json:"pathMTU,omitempty"`
 }
 
 // Result is what one check pod saw.
 type Result struct {
-	MTU     int
-	Peers   []PeerResult
-	DNS     Outcome
-	Service Outcome
+	MTU     int          `json:"mtu"`
+	Peers   []PeerResult `json:"peers,omitempty"`
+	DNS     Outcome      `json:"dns"`
+	Service Outcome      `json:"service"`
 	// Detail says why a check failed, briefly (bounded by the report).
-	Detail string
+	Detail string `json:"detail,omitempty"`
 }
 
 func (c *Config) defaults() {

@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/round"
 )
 
 // Pair is what a directed pair of nodes showed in a round: the pod on From
@@ -253,7 +254,7 @@ func SortPairs(pairs []Pair) {
 	slices.SortFunc(pairs, func(a, b Pair) int { return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To)) })
 }
 
-// Summary is a round's reports read against its plan.
+// Summary is a round's reports read against its plans.
 type Summary struct {
 	// Pairs holds every tested pair, sorted.
 	Pairs []Pair
@@ -265,46 +266,100 @@ type Summary struct {
 	Errors map[string]string
 }
 
-// Aggregate reads the reports of the pods a plan paired, by node name. A
-// planned pod without a finished report is missing; its peers' results for
-// it still count, since it served when the plan was made.
-func Aggregate(pods []preflight.ProbeNode, plan map[string][]netip.Addr, reports []NodeReport) Summary {
-	nodeOf := make(map[netip.Addr]string, len(pods))
-	for _, p := range pods {
-		nodeOf[p.IP] = p.Name
-	}
-	done := make(map[string]*NodeReport, len(reports))
-	for i := range reports {
-		if reports[i].Stage == StageDone {
-			done[reports[i].Node] = &reports[i]
-		}
+// Aggregate reads the reports of the pods the plans paired, by node name. A
+// planned pod without a report of its checks is missing; its peers' results
+// for it still count, since it served when it was paired.
+func Aggregate(res round.Results[Params, Result]) Summary {
+	nodeOf := make(map[netip.Addr]string, len(res.Plans))
+	for _, p := range res.Plans {
+		nodeOf[p.Addr] = p.Node
 	}
 	s := Summary{Errors: map[string]string{}}
-	for _, pod := range pods {
-		r := done[pod.Name]
-		if r == nil || r.Error != "" {
-			s.Missing = append(s.Missing, pod.Name)
-			if r != nil {
-				s.Errors[pod.Name] = r.Error
+	for _, plan := range res.Plans {
+		r, ok := res.Reports[plan.Node]
+		if !ok {
+			s.Missing = append(s.Missing, plan.Node)
+			if why := res.Failed[plan.Node]; why != "" {
+				s.Errors[plan.Node] = why
 			}
 			continue
 		}
 		s.PodMTU = max(s.PodMTU, r.Result.MTU)
 		if r.Result.DNS == Fail {
-			s.DNSFailing = append(s.DNSFailing, pod.Name)
+			s.DNSFailing = append(s.DNSFailing, plan.Node)
 		}
 		if r.Result.Service == Fail {
-			s.ServiceFailing = append(s.ServiceFailing, pod.Name)
+			s.ServiceFailing = append(s.ServiceFailing, plan.Node)
 		}
 		for _, pr := range r.Result.Peers {
-			to, planned := nodeOf[pr.Peer]
-			if !planned || !slices.Contains(plan[pod.Name], pr.Peer) {
+			to, known := nodeOf[pr.Peer]
+			if !known || !slices.Contains(plan.Peers, pr.Peer) {
 				continue
 			}
-			s.Pairs = append(s.Pairs, Pair{From: pod.Name, To: to, ICMP: pr.ICMP, TCPSmall: pr.TCPSmall, TCPFull: pr.TCPFull, PathMTU: pr.PathMTU})
+			s.Pairs = append(s.Pairs, Pair{From: plan.Node, To: to, ICMP: pr.ICMP, TCPSmall: pr.TCPSmall, TCPFull: pr.TCPFull, PathMTU: pr.PathMTU})
 		}
 	}
 	SortPairs(s.Pairs)
 	slices.Sort(s.Missing)
 	return s
+}
+
+// PairOf is a failing pair as the status lists it, its Checks as
+// Pair.Checks writes them.
+func PairOf(r v1alpha1.PodPairResult) Pair {
+	c := strings.SplitN(r.Checks, ",", 3)
+	check := func(i int) Outcome {
+		if i < len(c) {
+			return outcome(c[i])
+		}
+		return Unknown
+	}
+	return Pair{From: r.From, To: r.To, ICMP: check(0), TCPSmall: check(1), TCPFull: check(2), PathMTU: int(r.PathMTU)}
+}
+
+func outcome(s string) Outcome {
+	switch Outcome(s) {
+	case Pass, Fail:
+		return Outcome(s)
+	}
+	return Unknown
+}
+
+// Judge fills a finished round from its results, compared pair by pair with
+// the baseline (nil when the round is the baseline). The round's Missing
+// holds, on the way in, the nodes whose pod did not serve in time; rerun is
+// how a person runs the check again, for the diagnosis.
+func Judge(r *v1alpha1.PodCheckRound, res round.Results[Params, Result], baseline *v1alpha1.PodCheckRound, rerun string) {
+	sum := Aggregate(res)
+	in := Input{After: sum.Pairs, PodMTU: sum.PodMTU, Rerun: rerun}
+	missing := append(slices.Clone(r.Missing), sum.Missing...)
+	in.DNSFailing, in.ServiceFailing, in.Missing = sum.DNSFailing, sum.ServiceFailing, missing
+	if baseline != nil {
+		for _, f := range baseline.Failing {
+			in.Baseline = append(in.Baseline, PairOf(f))
+		}
+		in.DNSFailing = without(sum.DNSFailing, baseline.DNSFailing)
+		in.ServiceFailing = without(sum.ServiceFailing, baseline.ServiceFailing)
+		in.Missing = without(missing, baseline.Missing)
+	}
+	d := Diagnose(in)
+	r.PodMTU, r.TestedPairs = int32(sum.PodMTU), int32(len(sum.Pairs))
+	r.FailingPairs = int32(len(sum.Pairs) - d.Counts[VerdictPass])
+	r.WorsePairs = r.FailingPairs - int32(d.Counts[VerdictAsBaseline])
+	r.Failing = nil
+	for _, v := range d.Listed {
+		r.Failing = append(r.Failing, v1alpha1.PodPairResult{From: v.From, To: v.To, Verdict: v1alpha1.PodCheckVerdict(v.Verdict),
+			Checks: v.Checks(), PathMTU: int32(v.PathMTU)})
+	}
+	r.DNSFailing, r.ServiceFailing = round.FirstListed(sum.DNSFailing), round.FirstListed(sum.ServiceFailing)
+	r.Missing = round.FirstListed(missing)
+	r.Worse, r.Diagnosis = d.Worse, round.Truncate(d.Message, MaxDiagnosis)
+}
+
+// MaxDiagnosis is the CRD's limit on a round's diagnosis.
+const MaxDiagnosis = 2048
+
+// without is names less those in the baseline's list.
+func without(names, baseline []string) []string {
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(baseline, n) })
 }

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/round"
 )
 
 func pair(from, to string, checks string, pathMTU int) Pair {
@@ -176,18 +177,26 @@ func TestDiagnosisStaysBounded(t *testing.T) {
 
 func TestAggregateMapsPodsToNodes(t *testing.T) {
 	ip := func(s string) netip.Addr { return netip.MustParseAddr(s) }
-	pods := []preflight.ProbeNode{{Name: "a", IP: ip("10.0.1.2")}, {Name: "b", IP: ip("10.0.2.2")}, {Name: "c", IP: ip("10.0.3.2")}}
-	plan := map[string][]netip.Addr{"a": {ip("10.0.2.2"), ip("10.0.3.2")}, "b": {ip("10.0.1.2")}, "c": {ip("10.0.1.2")}}
-	reports := []NodeReport{
-		{Node: "a", Stage: StageDone, Result: Result{MTU: 1450, DNS: Pass, Service: Fail, Peers: []PeerResult{
-			{Peer: ip("10.0.2.2"), ICMP: Pass, TCPSmall: Pass, TCPFull: Pass},
-			{Peer: ip("10.0.3.2"), ICMP: Fail, TCPSmall: Fail, TCPFull: Fail},
-			{Peer: ip("10.9.9.9"), ICMP: Fail, TCPSmall: Fail, TCPFull: Fail}, // not planned
-		}}},
-		{Node: "b", Stage: StageDone, Result: Result{MTU: 1450, DNS: Fail, Service: Pass, Peers: []PeerResult{{Peer: ip("10.0.1.2"), ICMP: Pass, TCPSmall: Pass, TCPFull: Pass}}}},
-		{Node: "c", Stage: StageServing},
+	plan := func(node, addr string, peers ...netip.Addr) round.Plan[Params] {
+		return round.Plan[Params]{Round: "r", Node: node, Addr: ip(addr), Peers: peers}
 	}
-	s := Aggregate(pods, plan, reports)
+	done := func(node string, r Result) round.Report[Result] {
+		return round.Report[Result]{Round: "r", Node: node, Stage: round.Done, Result: r}
+	}
+	res := round.Results[Params, Result]{
+		Plans: []round.Plan[Params]{plan("a", "10.0.1.2", ip("10.0.2.2"), ip("10.0.3.2")), plan("b", "10.0.2.2", ip("10.0.1.2")),
+			plan("c", "10.0.3.2", ip("10.0.1.2"))},
+		Reports: map[string]round.Report[Result]{
+			"a": done("a", Result{MTU: 1450, DNS: Pass, Service: Fail, Peers: []PeerResult{
+				{Peer: ip("10.0.2.2"), ICMP: Pass, TCPSmall: Pass, TCPFull: Pass},
+				{Peer: ip("10.0.3.2"), ICMP: Fail, TCPSmall: Fail, TCPFull: Fail},
+				{Peer: ip("10.9.9.9"), ICMP: Fail, TCPSmall: Fail, TCPFull: Fail}, // not planned
+			}}),
+			"b": done("b", Result{MTU: 1450, DNS: Fail, Service: Pass, Peers: []PeerResult{{Peer: ip("10.0.1.2"), ICMP: Pass, TCPSmall: Pass, TCPFull: Pass}}}),
+		},
+		Failed: map[string]string{"c": "the agent came up too late"},
+	}
+	s := Aggregate(res)
 	var got []string
 	for _, p := range s.Pairs {
 		got = append(got, p.From+"->"+p.To+" "+p.Checks())
@@ -198,6 +207,25 @@ func TestAggregateMapsPodsToNodes(t *testing.T) {
 	if !slices.Equal(s.Missing, []string{"c"}) || !slices.Equal(s.DNSFailing, []string{"b"}) || !slices.Equal(s.ServiceFailing, []string{"a"}) || s.PodMTU != 1450 {
 		t.Errorf("missing %v, DNS failing %v, Service failing %v, MTU %d", s.Missing, s.DNSFailing, s.ServiceFailing, s.PodMTU)
 	}
+	if s.Errors["c"] == "" {
+		t.Errorf("the reason c gave is lost: %v", s.Errors)
+	}
+}
+
+func TestAPairListedInTheStatusReadsBackAsItWasWritten(t *testing.T) {
+	for _, p := range []Pair{
+		{From: "a", To: "b", ICMP: Pass, TCPSmall: Pass, TCPFull: Fail, PathMTU: 1350},
+		{From: "a", To: "c", ICMP: Unknown, TCPSmall: Fail, TCPFull: Fail},
+		{From: "c", To: "a", ICMP: Fail, TCPSmall: Fail, TCPFull: Fail},
+	} {
+		listed := v1alpha1.PodPairResult{From: p.From, To: p.To, Checks: p.Checks(), PathMTU: int32(p.PathMTU)}
+		if got := PairOf(listed); got != p {
+			t.Errorf("%+v reads back as %+v", p, got)
+		}
+	}
+	if got := PairOf(v1alpha1.PodPairResult{From: "a", To: "b", Checks: "P"}); got.TCPSmall != Unknown || got.TCPFull != Unknown {
+		t.Errorf("a short Checks reads as %+v, want the missing checks Unknown", got)
+	}
 }
 
 func TestReportRoundTrip(t *testing.T) {
@@ -206,16 +234,13 @@ func TestReportRoundTrip(t *testing.T) {
 		{Peer: netip.MustParseAddr("10.0.2.2"), ICMP: Pass, TCPSmall: Pass, TCPFull: Fail, PathMTU: 1350},
 		{Peer: netip.MustParseAddr("10.0.3.2"), ICMP: Unknown, TCPSmall: Pass, TCPFull: Pass},
 	}}
-	got, err := DecodeReport(EncodeDone("r1", "a", pod, r, ""))
+	cm, err := round.ReportObject(RoundKind, "ns", round.Report[Result]{Round: "r1", Node: "a", Stage: round.Done, Addr: pod, Result: r})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Node != "a" || got.Stage != StageDone || got.PodIP != pod || got.Result.MTU != 1450 || got.Result.DNS != Pass ||
-		got.Result.Service != Fail || got.Result.Detail != r.Detail || !slices.Equal(got.Result.Peers, r.Peers) {
+	got := round.DecodeReport[Result](cm)
+	if got.Node != "a" || got.Stage != round.Done || got.Addr != pod || got.Result.MTU != 1450 || got.Result.DNS != Pass ||
+		got.Result.Service != Fail || got.Result.Detail != r.Detail || !slices.Equal(got.Result.Peers, r.Peers) || got.Error != "" {
 		t.Errorf("round trip: %+v, want %+v", got, r)
-	}
-	serving, err := DecodeReport(EncodeServing("r1", "a", pod, 1450))
-	if err != nil || serving.Stage != StageServing || serving.PodIP != pod || len(serving.Result.Peers) != 0 {
-		t.Errorf("serving report: %+v, %v", serving, err)
 	}
 }

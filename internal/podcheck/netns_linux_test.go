@@ -19,7 +19,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/winready/winready/internal/netnstest"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 )
 
 // These tests build three "nodes" as network namespaces on an underlay
@@ -294,9 +294,7 @@ func (o *overlay) round() Summary {
 	for _, p := range pods {
 		_, _ = io.WriteString(p.in, "go\n")
 	}
-	var reports []NodeReport
-	plan := map[string][]netip.Addr{}
-	var nodes []preflight.ProbeNode
+	res := round.Results[Params, Result]{Reports: map[string]round.Report[Result]{}}
 	for i, p := range pods {
 		line, err := p.out.ReadString('\n')
 		var r Result
@@ -306,14 +304,13 @@ func (o *overlay) round() Summary {
 		if r.Detail != "" {
 			t.Logf("%s: %s", nodeName(i), r.Detail)
 		}
-		reports = append(reports, NodeReport{Node: nodeName(i), Stage: StageDone, PodIP: o.podIPs[i], Result: r})
-		plan[nodeName(i)] = slices.Delete(slices.Clone(o.podIPs), i, i+1)
-		nodes = append(nodes, preflight.ProbeNode{Name: nodeName(i), IP: o.podIPs[i]})
+		res.Reports[nodeName(i)] = round.Report[Result]{Node: nodeName(i), Stage: round.Done, Addr: o.podIPs[i], Result: r}
+		res.Plans = append(res.Plans, round.Plan[Params]{Node: nodeName(i), Addr: o.podIPs[i], Peers: slices.Delete(slices.Clone(o.podIPs), i, i+1)})
 	}
 	for _, p := range pods {
 		_ = p.in.Close() // every pod serves until all have tested it
 	}
-	s := Aggregate(nodes, plan, reports)
+	s := Aggregate(res)
 	for _, p := range s.Pairs {
 		t.Logf("%s -> %s: ICMP,TCP,full-size TCP %s, path MTU %d", p.From, p.To, p.Checks(), p.PathMTU)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/probe"
 )
 
 // Check names.
@@ -985,7 +986,7 @@ func kubeProxyWindows(in Inputs) v1alpha1.PreflightCheck {
 func linuxOnlyDaemonSets(in Inputs) v1alpha1.PreflightCheck {
 	var bad []string
 	for _, d := range in.DaemonSets {
-		if d.SelectsOS || d.Namespace == calico.SystemNamespace || d.Name == ProbeName {
+		if d.SelectsOS || d.Namespace == calico.SystemNamespace || d.Name == probe.RoundKind.Name {
 			continue
 		}
 		bad = append(bad, d.Namespace+"/"+d.Name)

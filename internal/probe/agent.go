@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,22 +32,52 @@ type AgentConfig struct {
 	NodeIP netip.Addr
 	// Peers are the nodes this agent probes.
 	Peers []netip.Addr
+	// Expect are the nodes that probe this agent: once all of them were
+	// heard and every extra target echoed, the agent's result is complete.
+	Expect []netip.Addr
 	// Extra are responders this agent probes; they echo each probe.
 	Extra []netip.Addr
-	// Duration bounds the round: probes are sent during its first half and
-	// received until it ends, so that late starters are still heard.
-	Duration time.Duration
+	// Start and End are the round's window, the same for every agent of the
+	// round: the agent waits for the start, probes until shortly before the
+	// end and receives until the end, however late it came up, so that a
+	// peer that started late is still heard and still hears it. Zero, the
+	// window starts when Run does and lasts Duration.
+	Start, End time.Time
+	Duration   time.Duration
 	// Interval is the time between two probes to the same peer.
 	Interval time.Duration
 }
 
+// defaultInterval is the time between two probes to the same peer.
+const defaultInterval = 200 * time.Millisecond
+
+// Window is when an agent of cfg's round that came up at up probes (from
+// until sendUntil) and listens (from until end): from the round's start, or
+// from up if later, and it stops sending early enough for its last probes
+// to arrive before its peers stop listening. Two agents hear each other
+// when their windows overlap, however late either came up.
+func Window(cfg AgentConfig, up time.Time) (from, sendUntil, end time.Time) {
+	start, end := cfg.Start, cfg.End
+	if start.IsZero() {
+		start = up
+	}
+	if end.IsZero() {
+		end = start.Add(cfg.Duration)
+	}
+	margin := max(2*cmp.Or(cfg.Interval, defaultInterval), end.Sub(start)/10)
+	if up.After(start) {
+		start = up
+	}
+	return start, end.Add(-margin), end
+}
+
 // Result is what an agent saw.
 type Result struct {
-	Mode string
+	Mode string `json:"mode"`
 	// ReceivedFrom are the nodes whose probes reached this node.
-	ReceivedFrom []netip.Addr
+	ReceivedFrom []netip.Addr `json:"receivedFrom,omitempty"`
 	// EchoedBy are the extra targets that echoed this agent's probes.
-	EchoedBy []netip.Addr
+	EchoedBy []netip.Addr `json:"echoedBy,omitempty"`
 }
 
 // receiver yields the UDP 4789 payloads that reach this node.
@@ -73,6 +104,17 @@ func (s *seen) add(a netip.Addr) {
 	s.addrs[a] = true
 }
 
+func (s *seen) hasAll(addrs []netip.Addr) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range addrs {
+		if !s.addrs[a] {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *seen) sorted() []netip.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,7 +139,7 @@ type Agent struct {
 // else a capture of it; and a UDP socket on the node address for sending.
 func Open(cfg AgentConfig) (*Agent, error) {
 	if cfg.Interval <= 0 {
-		cfg.Interval = 200 * time.Millisecond
+		cfg.Interval = defaultInterval
 	}
 	a := &Agent{cfg: cfg}
 	conn, err := net.ListenUDP("udp4", &net.UDPAddr{Port: Port})
@@ -124,25 +166,49 @@ func Open(cfg AgentConfig) (*Agent, error) {
 // Mode says how the agent receives.
 func (a *Agent) Mode() string { return a.mode }
 
-// Run sends and receives for the configured duration and closes the sockets.
-func (a *Agent) Run(ctx context.Context) Result {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.Duration)
+// Run waits for the window's start, then probes and receives until its
+// end, and closes the sockets. report, when set, is called once with the
+// result as soon as it is complete (every expected node heard, every extra
+// target echoed), else at the end; the agent goes on probing meanwhile, for
+// peers that came up later.
+func (a *Agent) Run(ctx context.Context, report func(Result)) Result {
+	from, sendUntil, end := Window(a.cfg, time.Now())
+	defer func() { _ = a.recv.Close(); _ = a.send.Close() }()
+	select {
+	case <-ctx.Done():
+		return Result{Mode: a.mode}
+	case <-time.After(time.Until(from)):
+	}
+	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	var received, echoed seen
+	result := func() Result {
+		return Result{Mode: a.mode, ReceivedFrom: received.sorted(), EchoedBy: echoed.sorted()}
+	}
+	var once sync.Once
+	complete := func() {
+		if report != nil && received.hasAll(a.cfg.Expect) && echoed.hasAll(a.cfg.Extra) {
+			once.Do(func() { report(result()) })
+		}
+	}
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); a.receive(ctx, &received) }()
-	go func() { defer wg.Done(); a.receiveEchoes(ctx, &echoed) }()
-	a.sendProbes(ctx)
+	wg.Go(func() { a.receive(ctx, &received, complete) })
+	wg.Go(func() { a.receiveEchoes(ctx, &echoed, complete) })
+	complete()
+	a.sendProbes(ctx, sendUntil)
 	<-ctx.Done()
 	_ = a.recv.Close()
 	_ = a.send.Close()
 	wg.Wait()
-	return Result{Mode: a.mode, ReceivedFrom: received.sorted(), EchoedBy: echoed.sorted()}
+	res := result()
+	if report != nil {
+		once.Do(func() { report(res) })
+	}
+	return res
 }
 
-func (a *Agent) sendProbes(ctx context.Context) {
-	sendCtx, cancel := context.WithTimeout(ctx, a.cfg.Duration/2)
+func (a *Agent) sendProbes(ctx context.Context, until time.Time) {
+	sendCtx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
 	targets := append(slices.Clone(a.cfg.Peers), a.cfg.Extra...)
 	tick := time.NewTicker(a.cfg.Interval)
@@ -163,7 +229,7 @@ func (a *Agent) sendProbes(ctx context.Context) {
 	}
 }
 
-func (a *Agent) receive(ctx context.Context, received *seen) {
+func (a *Agent) receive(ctx context.Context, received *seen, added func()) {
 	buf := make([]byte, 65536)
 	for ctx.Err() == nil {
 		payload, src, err := a.recv.Read(buf)
@@ -178,10 +244,11 @@ func (a *Agent) receive(ctx context.Context, received *seen) {
 			continue
 		}
 		received.add(p.From)
+		added()
 	}
 }
 
-func (a *Agent) receiveEchoes(ctx context.Context, echoed *seen) {
+func (a *Agent) receiveEchoes(ctx context.Context, echoed *seen, added func()) {
 	buf := make([]byte, 2048)
 	for ctx.Err() == nil {
 		_ = a.send.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
@@ -197,6 +264,7 @@ func (a *Agent) receiveEchoes(ctx context.Context, echoed *seen) {
 			continue
 		}
 		echoed.add(p.To)
+		added()
 	}
 }
 

@@ -142,7 +142,7 @@ func (b *testbed) roundWith(nodes []int, extra []netip.Addr, during func(ctx con
 	defer func() { cancel(); alongside.Wait() }()
 	for addr, a := range agents {
 		wg.Go(func() {
-			r := a.Run(context.Background())
+			r := a.Run(context.Background(), nil)
 			mu.Lock()
 			results[addr] = r
 			mu.Unlock()
@@ -377,4 +377,39 @@ func TestForgedProbesFromAThirdNamespaceAreNotCounted(t *testing.T) {
 	if failing := pairs(results); len(failing) != 0 {
 		t.Fatalf("failing pairs %v: the spoofed, signed probes did not reach %s, so the test proves nothing", failing, victim)
 	}
+}
+
+// TestAnAgentReportsOnceItHeardEveryNodeItExpects: in a window of a
+// minute, each agent reports as soon as every node expected to probe it was
+// heard, and goes on probing for the others until stopped.
+func TestAnAgentReportsOnceItHeardEveryNodeItExpects(t *testing.T) {
+	b := newTestbed(t, 3)
+	round := [16]byte{byte(time.Now().UnixNano()), 1}
+	secret := []byte("the round's secret, 32 bytes....")
+	start := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reports := make(chan Result, 3)
+	var wg sync.WaitGroup
+	for i, addr := range b.addrs {
+		cfg := AgentConfig{Round: round, Secret: secret, NodeIP: addr, Peers: others(b.addrs, addr), Expect: others(b.addrs, addr),
+			Start: start, End: start.Add(time.Minute), Interval: 100 * time.Millisecond}
+		var a *Agent
+		if err := inNS(t, b.nodes[i], func() (err error) { a, err = Open(cfg); return err }); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { a.Run(ctx, func(r Result) { reports <- r }) })
+	}
+	for range b.addrs {
+		select {
+		case r := <-reports:
+			if len(r.ReceivedFrom) != 2 {
+				t.Errorf("a report with %v, before every expected node was heard", r.ReceivedFrom)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("no report 20s into a window of a minute: the agents wait for its end")
+		}
+	}
+	cancel()
+	wg.Wait()
 }

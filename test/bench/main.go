@@ -57,6 +57,11 @@ type config struct {
 	winreadyLog string
 	kubectl     string
 	workdir     string
+	// migration and rounds choose the measurements; nameLen is the length
+	// of the node names of the rounds' clusters.
+	migration, rounds bool
+	nameLen           int
+	skipProbe         bool
 }
 
 func main() {
@@ -69,7 +74,22 @@ func main() {
 	flag.StringVar(&cfg.winready, "winready", "bin/winready", "the operator binary (make build)")
 	flag.StringVar(&cfg.winreadyLog, "winready-log", "", "file to append winready's log to (default: discarded)")
 	flag.StringVar(&cfg.kubectl, "kubectl", "bin/k8s/1.37.2/kubectl", "kubectl (make bench builds it)")
+	only := flag.String("bench", "migration,rounds", "what to measure: the migration against the floor and the runbook, "+
+		"and the rounds of the UDP probe and the pod network check")
+	flag.IntVar(&cfg.nameLen, "name-length", 253, "length of the node names in the rounds' clusters (at most 253)")
+	flag.BoolVar(&cfg.skipProbe, "skip-probe", false, "measure the pod network check's round alone (spec.preflight.skipNetworkProbe)")
 	flag.Parse()
+	for _, b := range strings.Split(*only, ",") {
+		switch strings.TrimSpace(b) {
+		case "migration":
+			cfg.migration = true
+		case "rounds":
+			cfg.rounds = true
+		default:
+			fmt.Fprintln(os.Stderr, "bench: --bench takes migration and rounds, not", b)
+			os.Exit(2)
+		}
+	}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -130,6 +150,10 @@ func run(cfg config) (err error) {
 	if err != nil {
 		return err
 	}
+	agentIdentity, err := env.AddUser(envtest.User{Name: agentsUser, Groups: []string{"system:masters"}}, restCfg)
+	if err != nil {
+		return err
+	}
 	scheme, err := controllers.NewScheme()
 	if err != nil {
 		return err
@@ -153,25 +177,40 @@ func run(cfg config) (err error) {
 	simDone := make(chan error, 1)
 	go func() { simDone <- simMgr.Start(ctx) }()
 	defer func() { cancel(); err = errors.Join(err, <-simDone) }()
-	return measureAll(ctx, cfg, bench{c: c, sim: sim, kubeconfigs: kubeconfigs, auditLog: auditLog})
+	return measureAll(ctx, cfg, bench{c: c, sim: sim, kubeconfigs: kubeconfigs, auditLog: auditLog, restCfg: restCfg, agents: agentIdentity.Config()})
 }
 
-// measureAll measures each size in turn and reports them, those measured
-// before a failure too.
+// measureAll measures each size in turn, the migration and the rounds as
+// cfg asks, and reports them, those measured before a failure too.
 func measureAll(ctx context.Context, cfg config, b bench) error {
 	var results []result
-	for i, n := range cfg.sizes {
-		fmt.Fprintf(os.Stderr, "bench: %d nodes\n", n)
-		r, err := measure(ctx, cfg, b, n, i == len(cfg.sizes)-1)
-		if err != nil {
-			if len(results) > 0 {
-				report(cfg, results)
-			}
-			return fmt.Errorf("%d nodes: %w", n, err)
+	var rounds []roundResult
+	defer func() {
+		if len(results) > 0 {
+			report(cfg, results)
 		}
-		results = append(results, r)
+		if len(rounds) > 0 {
+			reportRounds(cfg, rounds)
+		}
+	}()
+	for i, n := range cfg.sizes {
+		if cfg.migration {
+			fmt.Fprintf(os.Stderr, "bench: %d nodes\n", n)
+			r, err := measure(ctx, cfg, b, n, i == len(cfg.sizes)-1)
+			if err != nil {
+				return fmt.Errorf("%d nodes: %w", n, err)
+			}
+			results = append(results, r)
+		}
+		if cfg.rounds {
+			fmt.Fprintf(os.Stderr, "bench: rounds at %d nodes\n", n)
+			r, err := measureRounds(ctx, cfg, b, n)
+			if err != nil {
+				return fmt.Errorf("rounds at %d nodes: %w", n, err)
+			}
+			rounds = append(rounds, r...)
+		}
 	}
-	report(cfg, results)
 	return nil
 }
 
@@ -219,13 +258,19 @@ func writeKubeconfigs(env *envtest.Environment, restCfg *rest.Config, workdir st
 }
 
 // auditPolicy records winready's and the runbook's every request, and the
-// simulator's writes, with their timestamps.
+// simulator's writes, with their timestamps; the ConfigMaps that winready and
+// the agents write in the probe namespace with their content, for their size.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted"]
 rules:
+- level: Request
+  users: ["winready", "agents"]
+  verbs: ["create", "update", "patch"]
+  namespaces: ["winready-probe"]
+  resources: [{group: "", resources: ["configmaps"]}]
 - level: Metadata
-  users: ["winready", "runbook"]
+  users: ["winready", "runbook", "agents"]
 - level: Metadata
   verbs: ["create", "update", "patch", "delete"]
 - level: None
@@ -274,6 +319,9 @@ type bench struct {
 	sim         *calicosim.Simulator
 	kubeconfigs map[string]string
 	auditLog    string
+	// restCfg is the control plane's admin; agents the simulated agents'
+	// identity.
+	restCfg, agents *rest.Config
 }
 
 // calicoNode names the DaemonSet whose rollouts are counted.
@@ -535,16 +583,20 @@ type auditEvent struct {
 	User struct {
 		Username string `json:"username"`
 	} `json:"user"`
-	ObjectRef struct {
+	RequestURI string `json:"requestURI"`
+	ObjectRef  struct {
 		Resource    string `json:"resource"`
 		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
 		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
 	ResponseStatus struct {
-		Code int `json:"code"`
+		Code    int    `json:"code"`
+		Message string `json:"message"`
 	} `json:"responseStatus"`
-	Received metav1.MicroTime `json:"requestReceivedTimestamp"`
-	Done     metav1.MicroTime `json:"stageTimestamp"`
+	RequestObject json.RawMessage  `json:"requestObject"`
+	Received      metav1.MicroTime `json:"requestReceivedTimestamp"`
+	Done          metav1.MicroTime `json:"stageTimestamp"`
 }
 
 func fileSize(path string) (int64, error) {
@@ -566,7 +618,7 @@ func readAudit(path string, from int64) ([]auditEvent, error) {
 	}
 	var events []auditEvent
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var ev auditEvent
 		if json.Unmarshal(sc.Bytes(), &ev) == nil {

@@ -2,7 +2,6 @@ package calicosim
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/winready/winready/internal/podcheck"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 )
 
 // DataplaneFault is how a test breaks the simulated pod network.
@@ -38,7 +36,7 @@ const (
 
 // PodChecks plays winready's pod network check pods on the simulated nodes,
 // as ProbeAgents plays the UDP probe's: when the check DaemonSet appears,
-// each Linux node's pod reports that it serves; once the plan is written,
+// each Linux node's pod reports that it serves; once the plans are written,
 // each reports its checks through the API, as the dataplane a test broke
 // would make them.
 type PodChecks struct {
@@ -55,11 +53,15 @@ type PodChecks struct {
 	fault  DataplaneFault
 	broken map[[2]string]bool
 	silent map[string]bool
+	// reported is how far each round's pods have reported, by node.
+	reported map[round.ID]map[string]round.ReportStage
 }
 
 // NewPodChecks returns simulated check pods for rounds in namespace.
 func NewPodChecks(namespace string) *PodChecks {
-	return &PodChecks{Namespace: namespace, PodMTU: 1450, PathMTU: 1350, broken: map[[2]string]bool{}, silent: map[string]bool{}}
+	c := &PodChecks{Namespace: namespace, PodMTU: 1450, PathMTU: 1350}
+	c.Reset()
+	return c
 }
 
 // Break breaks the dataplane between every pair of nodes.
@@ -89,20 +91,28 @@ func (c *PodChecks) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.fault, c.broken, c.silent = FaultNone, map[[2]string]bool{}, map[string]bool{}
+	c.reported = map[round.ID]map[string]round.ReportStage{}
 }
 
 // SetupWithManager registers the pods on mgr: the check DaemonSet and its
-// plan wake them.
+// plans wake them.
 func (c *PodChecks) SetupWithManager(mgr ctrl.Manager) error {
 	c.client, c.reader = mgr.GetClient(), mgr.GetAPIReader()
-	mine := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+	ds := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == c.Namespace && o.GetName() == podcheck.Name
 	}))
+	plans := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, plan := o.GetLabels()[round.PlanLabel]
+		return o.GetNamespace() == c.Namespace && plan && o.GetLabels()[round.ComponentLabel] == podcheck.Component
+	}))
+	toDS := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: c.Namespace, Name: podcheck.Name}}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("calicosim-podchecks").
 		WithOptions(controllerOptions()).
-		For(&appsv1.DaemonSet{}, mine).
-		Watches(&corev1.ConfigMap{}, &handler.EnqueueRequestForObject{}, mine).
+		For(&appsv1.DaemonSet{}, ds).
+		Watches(&corev1.ConfigMap{}, toDS, plans).
 		Complete(c)
 }
 
@@ -112,33 +122,31 @@ func (c *PodChecks) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result,
 }
 
 // Play writes what the pods of the running round would: serving reports
-// until the plan is there, then their checks. Tests without a manager call
-// it directly.
+// until the plans are there, then their checks, each once. Tests without a
+// manager call it directly.
 func (c *PodChecks) Play(ctx context.Context, w client.Client, r client.Reader) error {
 	ds := &appsv1.DaemonSet{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: podcheck.Name}, ds); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	round := ds.Spec.Template.Annotations[preflight.ReportLabel]
-	plan := &corev1.ConfigMap{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: podcheck.Name}, plan)
-	if apierrors.IsNotFound(err) || err == nil && plan.Data[preflight.PlanRound] != round {
-		return c.serve(ctx, w, r, round)
-	}
+	id := round.ID(ds.Spec.Template.Annotations[round.RoundAnnotation])
+	plans, err := readPlans[podcheck.Params](ctx, r, c.Namespace, podcheck.RoundKind, id)
 	if err != nil {
 		return err
 	}
-	pods, peers, err := podcheck.ReadPlan(ctx, r, c.Namespace, round)
-	if err != nil {
-		return err
+	if len(plans) == 0 {
+		return c.serve(ctx, w, r, id)
 	}
 	nodeOf := map[netip.Addr]string{}
-	for _, p := range pods {
-		nodeOf[p.IP] = p.Name
+	for _, p := range plans {
+		nodeOf[p.Addr] = p.Node
 	}
-	for _, p := range pods {
-		res := c.results(p.Name, peers[p.Name], nodeOf)
-		if err := writeReport(ctx, w, podcheck.Report(c.Namespace, round, p.Name, podcheck.EncodeDone(round, p.Name, p.IP, res, ""))); err != nil {
+	for _, p := range plans {
+		if c.stage(id, p.Node) == round.Done {
+			continue
+		}
+		res := c.results(p.Node, p.Peers, nodeOf)
+		if err := c.report(ctx, w, round.Report[podcheck.Result]{Round: id, Node: p.Node, Stage: round.Done, Addr: p.Addr, Result: res}); err != nil {
 			return err
 		}
 	}
@@ -147,24 +155,48 @@ func (c *PodChecks) Play(ctx context.Context, w client.Client, r client.Reader) 
 
 // serve writes a serving report for every Linux node's pod, each with an
 // address of its own.
-func (c *PodChecks) serve(ctx context.Context, w client.Client, r client.Reader, round string) error {
-	nodes, err := preflight.ListLinuxNodes(ctx, r)
+func (c *PodChecks) serve(ctx context.Context, w client.Client, r client.Reader, id round.ID) error {
+	nodes, err := round.ListLinuxNodes(ctx, r)
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(nodes, func(a, b preflight.ProbeNode) int { return strings.Compare(a.Name, b.Name) })
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	slices.SortFunc(nodes, func(a, b round.Member) int { return strings.Compare(a.Node, b.Node) })
 	for i, n := range nodes {
-		if c.silent[n.Name] {
+		if c.isSilent(n.Node) || c.stage(id, n.Node) != "" {
 			continue
 		}
 		ip := netip.AddrFrom4([4]byte{10, 244 + byte(i>>16), byte(i >> 8), byte(i)})
-		report := podcheck.Report(c.Namespace, round, n.Name, podcheck.EncodeServing(round, n.Name, ip, c.PodMTU))
-		if err := w.Create(ctx, report); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("writing the serving report of %s: %w", n.Name, err)
+		if err := c.report(ctx, w, round.Report[podcheck.Result]{Round: id, Node: n.Node, Stage: round.Serving, Addr: ip}); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+func (c *PodChecks) isSilent(node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.silent[node]
+}
+
+func (c *PodChecks) stage(id round.ID, node string) round.ReportStage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reported[id][node]
+}
+
+// report writes a pod's report as the pod does, and remembers it.
+func (c *PodChecks) report(ctx context.Context, w client.Client, r round.Report[podcheck.Result]) error {
+	agent := round.Agent[podcheck.Params, podcheck.Result]{Client: asWatcher(w), Kind: podcheck.RoundKind, Namespace: c.Namespace, Node: r.Node}
+	if err := agent.Report(ctx, r); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reported[r.Round] == nil {
+		c.reported[r.Round] = map[string]round.ReportStage{}
+	}
+	c.reported[r.Round][r.Node] = r.Stage
 	return nil
 }
 
@@ -189,17 +221,4 @@ func (c *PodChecks) results(node string, peers []netip.Addr, nodeOf map[netip.Ad
 		res.Peers = append(res.Peers, pr)
 	}
 	return res
-}
-
-// writeReport replaces a pod's serving report with its checks, as the pod
-// does.
-func writeReport(ctx context.Context, w client.Client, cm *corev1.ConfigMap) error {
-	err := w.Update(ctx, cm)
-	if apierrors.IsNotFound(err) {
-		err = w.Create(ctx, cm)
-	}
-	if err != nil {
-		return fmt.Errorf("writing the pod network check report %s: %w", cm.Name, err)
-	}
-	return nil
 }

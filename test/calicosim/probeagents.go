@@ -2,28 +2,31 @@ package calicosim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
-	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/internal/probe"
+	"github.com/winready/winready/internal/round"
 )
 
 // ProbeAgents plays winready's UDP 4789 probe agents on simulated nodes:
-// when the probe DaemonSet appears it reads the plan and writes each node's
-// report through the API, as the real agents do, with the probes a test has
-// blocked left out.
+// when the probe DaemonSet appears it reads the round's plans and writes
+// each node's report through the API, as the real agents do, with the
+// probes a test has blocked left out. An agent a test made late comes up
+// that long after its round's start: its probes reach a peer, and its
+// peers' reach it, only when their windows overlap as the real agents'
+// windows do (probe.Window).
 type ProbeAgents struct {
 	// Namespace is the probe namespace, where rounds run.
 	Namespace string
@@ -34,6 +37,8 @@ type ProbeAgents struct {
 	mu      sync.Mutex
 	blocked map[[2]netip.Addr]bool
 	silent  map[string]bool
+	late    map[string]time.Duration
+	played  map[round.ID]bool
 	// writers, when set, gives the client each node's agent writes its
 	// report with, as real agents write with their pod's token.
 	writers func(node string) client.Client
@@ -41,7 +46,9 @@ type ProbeAgents struct {
 
 // NewProbeAgents returns simulated agents for rounds in namespace.
 func NewProbeAgents(namespace string) *ProbeAgents {
-	return &ProbeAgents{Namespace: namespace, blocked: map[[2]netip.Addr]bool{}, silent: map[string]bool{}}
+	a := &ProbeAgents{Namespace: namespace}
+	a.Reset()
+	return a
 }
 
 // Block makes probes from one address to another get lost, as a firewall
@@ -59,11 +66,20 @@ func (a *ProbeAgents) Silence(node string) {
 	a.silent[node] = true
 }
 
-// Reset clears blocked pairs, silenced nodes and per-node writers.
+// Late makes a node's agent come up by after its round's start, as one
+// whose image pull was slow.
+func (a *ProbeAgents) Late(node string, by time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.late[node] = by
+}
+
+// Reset clears blocked pairs, silenced and late nodes and per-node writers.
 func (a *ProbeAgents) Reset() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.blocked, a.silent, a.writers = map[[2]netip.Addr]bool{}, map[string]bool{}, nil
+	a.blocked, a.silent, a.late, a.writers = map[[2]netip.Addr]bool{}, map[string]bool{}, map[string]time.Duration{}, nil
+	a.played = map[round.ID]bool{}
 }
 
 // WriteAs makes each node's agent write its report with the client that
@@ -82,73 +98,118 @@ func (a *ProbeAgents) SetupWithManager(mgr ctrl.Manager) error {
 		Named("calicosim-probe-agents").
 		WithOptions(controllerOptions()).
 		For(&appsv1.DaemonSet{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetNamespace() == a.Namespace && o.GetName() == preflight.ProbeName
+			return o.GetNamespace() == a.Namespace && o.GetName() == probe.RoundKind.Name
 		}))).
 		Complete(a)
 }
 
-// Reconcile writes the reports of the round the DaemonSet runs.
-func (a *ProbeAgents) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	ds := &appsv1.DaemonSet{}
-	if err := a.reader.Get(ctx, req.NamespacedName, ds); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	plan := &corev1.ConfigMap{}
-	if err := a.reader.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: preflight.ProbeName}, plan); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	round := plan.Data[preflight.PlanRound]
-	if ds.Spec.Template.Annotations[preflight.ReportLabel] != round {
-		return ctrl.Result{}, nil // the plan of another round
-	}
-	nodes := map[string]preflight.NodePlan{}
-	for key := range plan.Data {
-		if key == preflight.PlanRound || key == preflight.PlanDuration || key == preflight.PlanExtra ||
-			strings.HasPrefix(key, preflight.PlanMetaPrefix) {
-			continue
-		}
-		np, err := preflight.DecodePlan(plan.Data, key)
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("reading the probe plan: %w", err)
-		}
-		nodes[key] = np
-	}
+// Reconcile writes the reports of the round the DaemonSet runs, once.
+func (a *ProbeAgents) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	return ctrl.Result{}, a.Play(ctx, a.client, a.reader)
+}
 
+// Play writes, once, the reports of the round the DaemonSet runs, as its
+// agents would: w writes them, unless WriteAs gave each node's writer. Tests
+// without a manager call it directly.
+func (a *ProbeAgents) Play(ctx context.Context, w client.Client, r client.Reader) error {
+	ds := &appsv1.DaemonSet{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: probe.RoundKind.Name}, ds); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	id := round.ID(ds.Spec.Template.Annotations[round.RoundAnnotation])
+	plans, err := readPlans[probe.Params](ctx, r, a.Namespace, probe.RoundKind, id)
+	if err != nil || len(plans) == 0 {
+		return err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	received := map[netip.Addr][]netip.Addr{}
-	for name, np := range nodes {
-		if a.silent[name] {
-			continue // a node that never started sends nothing either
-		}
-		for _, peer := range np.Peers {
-			if !a.blocked[[2]netip.Addr{np.IP, peer}] {
-				received[peer] = append(received[peer], np.IP)
-			}
-		}
+	if a.played[id] {
+		return nil
 	}
-	for name, np := range nodes {
-		if a.silent[name] {
+	// Each agent's window, from the time it came up.
+	windows := map[netip.Addr][3]time.Time{}
+	tooLate := map[string]error{}
+	for _, p := range plans {
+		up := p.Start.Add(a.late[p.Node])
+		if _, _, err := p.Window(up, probe.LeastWindow); err != nil {
+			tooLate[p.Node] = err
 			continue
 		}
-		var echoed []netip.Addr
-		for _, e := range np.Extra {
-			if !a.blocked[[2]netip.Addr{np.IP, e}] {
-				echoed = append(echoed, e)
+		from, sendUntil, end := probe.Window(probe.AgentConfig{Start: p.Start, End: p.End}, up)
+		windows[p.Addr] = [3]time.Time{from, sendUntil, end}
+	}
+	received := map[netip.Addr][]netip.Addr{}
+	for _, p := range plans {
+		sender, ok := windows[p.Addr]
+		if a.silent[p.Node] || !ok {
+			continue // a node that never started sends nothing either
+		}
+		for _, peer := range p.Peers {
+			receiver, ok := windows[peer]
+			// A probe arrives while the sender sends and the receiver listens.
+			heard := ok && sender[0].Before(sender[1]) && receiver[0].Before(sender[1]) && sender[0].Before(receiver[2])
+			if heard && !a.blocked[[2]netip.Addr{p.Addr, peer}] {
+				received[peer] = append(received[peer], p.Addr)
 			}
 		}
-		report := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: a.Namespace, Name: preflight.ReportName(name),
-				Labels: preflight.ReportLabels(round)},
-			Data: preflight.EncodeReport(round, name, probe.ModeCapture, received[np.IP], echoed, ""),
+	}
+	for _, p := range plans {
+		if a.silent[p.Node] {
+			continue
 		}
-		c := a.client
+		rep := round.Report[probe.Result]{Round: id, Stage: round.Done, Addr: p.Addr,
+			Result: probe.Result{Mode: probe.ModeCapture, ReceivedFrom: received[p.Addr]}}
+		if err := tooLate[p.Node]; err != nil {
+			rep.Error = err.Error()
+		}
+		for _, e := range p.Params.Extra {
+			if !a.blocked[[2]netip.Addr{p.Addr, e}] {
+				rep.Result.EchoedBy = append(rep.Result.EchoedBy, e)
+			}
+		}
+		c := w
 		if a.writers != nil {
-			c = a.writers(name)
+			c = a.writers(p.Node)
 		}
-		if err := c.Create(ctx, report); err != nil && !apierrors.IsAlreadyExists(err) {
-			return ctrl.Result{}, fmt.Errorf("writing the probe report of %s: %w", name, err)
+		agent := round.Agent[probe.Params, probe.Result]{Client: asWatcher(c), Kind: probe.RoundKind, Namespace: a.Namespace, Node: p.Node}
+		if err := agent.Report(ctx, rep); err != nil {
+			return fmt.Errorf("writing the probe report of %s: %w", p.Node, err)
 		}
 	}
-	return ctrl.Result{}, nil
+	a.played[id] = true
+	return nil
+}
+
+// readPlans reads the plans of round id of kind, as the simulator sees all
+// of them at once (each real agent reads only its own).
+func readPlans[P any](ctx context.Context, r client.Reader, namespace string, k round.Kind, id round.ID) ([]round.Plan[P], error) {
+	list := &corev1.ConfigMapList{}
+	err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{round.PlanLabel: string(id), round.ComponentLabel: k.Component})
+	if err != nil {
+		return nil, fmt.Errorf("reading the %s plans: %w", k.Component, err)
+	}
+	plans := make([]round.Plan[P], 0, len(list.Items))
+	for i := range list.Items {
+		p, err := round.DecodePlan[P](&list.Items[i])
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
+}
+
+// asWatcher lets a plain client stand for an agent's, which only writes
+// here: the simulator reads the plans itself.
+func asWatcher(c client.Client) client.WithWatch {
+	if w, ok := c.(client.WithWatch); ok {
+		return w
+	}
+	return watchless{c}
+}
+
+type watchless struct{ client.Client }
+
+func (watchless) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("the simulated agents do not watch")
 }

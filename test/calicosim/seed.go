@@ -278,7 +278,7 @@ func createNode(ctx context.Context, c client.Client, n Node, annotations map[st
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Annotations: annotations, Labels: map[string]string{
-			osLabel: os, hostnameLabel: n.Name, "kubernetes.io/arch": "amd64",
+			osLabel: os, hostnameLabel: hostname(n.Name), "kubernetes.io/arch": "amd64",
 		}},
 	}
 	if err := create(ctx, c, node); err != nil {
@@ -296,6 +296,17 @@ func createNode(ctx context.Context, c client.Client, n Node, annotations map[st
 		return fmt.Errorf("writing status of Node %s: %w", n.Name, err)
 	}
 	return nil
+}
+
+// hostname is the kubelet's hostname label of a node: its name, or for a name
+// longer than a label value (a fully qualified one, up to 253 characters) its
+// first DNS label, as a kubelet whose node name is its FQDN writes it.
+func hostname(node string) string {
+	if len(node) <= 63 {
+		return node
+	}
+	first, _, _ := strings.Cut(node, ".")
+	return first[:min(len(first), 63)]
 }
 
 // createDNSService creates the cluster DNS Service at kubeadm's address when the API server's service range holds
@@ -360,7 +371,7 @@ func finishRollout(ctx context.Context, c client.Client, ds *appsv1.DaemonSet, n
 		if node.Windows {
 			os = "windows"
 		}
-		if selector.Matches(labels.Set{osLabel: os, hostnameLabel: node.Name}) {
+		if selector.Matches(labels.Set{osLabel: os, hostnameLabel: hostname(node.Name)}) {
 			n++
 		}
 	}

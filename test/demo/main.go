@@ -37,12 +37,12 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/metrics"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 )
 
 // operatorNamespace is where winready records the originals; its probe
-// rounds run in preflight.DefaultProbeNamespace.
+// rounds run in round.DefaultNamespace.
 const operatorNamespace = "winready-system"
 
 func main() {
@@ -131,7 +131,7 @@ func writeKubeconfig(env *envtest.Environment, path string) error {
 // seed creates the namespaces and the usual Calico cluster.
 func seed(ctx context.Context, c client.Client) error {
 	fmt.Println("seeding the Calico cluster: 3 Linux nodes, pool 172.20.0.0/16 VXLANCrossSubnet, BGP Enabled, strictAffinity off")
-	for _, ns := range []string{operatorNamespace, preflight.DefaultProbeNamespace} {
+	for _, ns := range []string{operatorNamespace, round.DefaultNamespace} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			return err
 		}
@@ -150,7 +150,7 @@ func newManagers(cfg *rest.Config, scheme *runtime.Scheme) (*controllers.Reconci
 	// The simulated nodes answer the UDP 4789 probe through the same API as
 	// real agents.
 	simMgr, _, _, err := calicosim.NewManager(cfg, scheme,
-		calicosim.Options{RolloutStep: 300 * time.Millisecond, StatusLag: 200 * time.Millisecond}, preflight.DefaultProbeNamespace)
+		calicosim.Options{RolloutStep: 300 * time.Millisecond, StatusLag: 200 * time.Millisecond}, round.DefaultNamespace)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,13 +158,13 @@ func newManagers(cfg *rest.Config, scheme *runtime.Scheme) (*controllers.Reconci
 	// winready's manager, wired as internal/cli (runManager) wires it.
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
-		Cache:   controllers.CacheOptions(preflight.DefaultProbeNamespace),
+		Cache:   controllers.CacheOptions(round.DefaultNamespace),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := controllers.Setup(mgr, controllers.Options{Namespace: operatorNamespace, ProbeNamespace: preflight.DefaultProbeNamespace,
+	r, err := controllers.Setup(mgr, controllers.Options{Namespace: operatorNamespace, ProbeNamespace: round.DefaultNamespace,
 		ProbeImage: "winready:test"})
 	if err != nil {
 		return nil, nil, err

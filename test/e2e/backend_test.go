@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/winready/winready/internal/calico"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -63,7 +63,7 @@ func (b *simBackend) Start(ctx context.Context) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, sim, _, err := calicosim.NewManager(cfg, b.scheme, calicosim.Options{}, preflight.DefaultProbeNamespace)
+	mgr, sim, _, err := calicosim.NewManager(cfg, b.scheme, calicosim.Options{}, round.DefaultNamespace)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/winready/winready/config/crd"
 	"github.com/winready/winready/controllers"
-	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -30,7 +30,7 @@ const CalicoCRDsEnv = "WINREADY_CALICO_CRDS"
 
 // Namespace is where winready runs and keeps the record of the originals,
 // as config/default installs it; its probe rounds run in
-// preflight.DefaultProbeNamespace.
+// round.DefaultNamespace.
 const Namespace = "winready-system"
 
 // controlPlaneStartTimeout bounds the start of kube-apiserver and of etcd
@@ -170,14 +170,14 @@ func environment(opts Options) (*envtest.Environment, error) {
 // run starts the simulated Tigera operator, waits for the seeded cluster to
 // be at rest, then starts winready's manager as internal/cli wires it.
 func (c *Cluster) run(ctx context.Context) error {
-	for _, ns := range []string{Namespace, preflight.DefaultProbeNamespace} {
+	for _, ns := range []string{Namespace, round.DefaultNamespace} {
 		err := c.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
 	scheme := c.client.Scheme()
-	sim, _, _, err := calicosim.NewManager(c.cfg, scheme, calicosim.Options{}, preflight.DefaultProbeNamespace)
+	sim, _, _, err := calicosim.NewManager(c.cfg, scheme, calicosim.Options{}, round.DefaultNamespace)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (c *Cluster) run(ctx context.Context) error {
 	}
 	mgr, err := ctrl.NewManager(c.cfg, ctrl.Options{
 		Scheme:  scheme,
-		Cache:   controllers.CacheOptions(preflight.DefaultProbeNamespace),
+		Cache:   controllers.CacheOptions(round.DefaultNamespace),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		// Several clusters may run, one after another, in one test binary.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
@@ -197,7 +197,7 @@ func (c *Cluster) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := controllers.Setup(mgr, controllers.Options{Namespace: Namespace, ProbeNamespace: preflight.DefaultProbeNamespace,
+	if _, err := controllers.Setup(mgr, controllers.Options{Namespace: Namespace, ProbeNamespace: round.DefaultNamespace,
 		ProbeImage: "winready:kit"}); err != nil {
 		return err
 	}
