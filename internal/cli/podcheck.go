@@ -28,7 +28,7 @@ func runPodCheck(args []string) error {
 	return runAgent("podcheck", args, flags, func(ctx context.Context, c client.WithWatch, namespace, node string) error {
 		podIP, err := netip.ParseAddr(*podIPText)
 		if *id == "" || err != nil {
-			return fmt.Errorf("--round and --pod-ip (or ROUND, POD_IP) are required: %v", err)
+			return fmt.Errorf("--round and --pod-ip (or ROUND, POD_IP) are required: %w", err)
 		}
 		ln, err := net.Listen("tcp4", fmt.Sprintf(":%d", podcheck.Port))
 		if err != nil {

@@ -24,10 +24,12 @@ const Port = 9376
 // Outcome is the result of one check.
 type Outcome string
 
+// The outcomes of one check: passed, failed, or not run.
 const (
 	Pass Outcome = "P"
 	Fail Outcome = "F"
-	// Unknown: the check could not run (no ICMP socket, nothing configured).
+	// Unknown means the check could not run (no ICMP socket, nothing
+	// configured).
 	Unknown Outcome = "-"
 )
 
@@ -132,7 +134,7 @@ func serve(ctx context.Context, ln net.Listener, maxConns int) error {
 		conn, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return nil //nolint:nilerr // the context ended: the listener was closed to stop the agent, not broken
 			}
 			return fmt.Errorf("accepting check connections: %w", err)
 		}

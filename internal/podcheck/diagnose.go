@@ -34,9 +34,10 @@ func (p Pair) Checks() string {
 // Verdict is what a pair's results say.
 type Verdict string
 
+// The verdicts on a pair, each naming its likely cause.
 const (
 	VerdictPass Verdict = "Pass"
-	// VerdictAsBaseline: the pair fails, but no worse than before the first change.
+	// VerdictAsBaseline means the pair fails, but no worse than before the first change.
 	VerdictAsBaseline      Verdict = "AsBaseline"
 	VerdictChecksumOffload Verdict = "ChecksumOffload"
 	VerdictMTU             Verdict = "MTU"

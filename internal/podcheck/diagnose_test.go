@@ -176,7 +176,7 @@ func TestDiagnosisStaysBounded(t *testing.T) {
 }
 
 func TestAggregateMapsPodsToNodes(t *testing.T) {
-	ip := func(s string) netip.Addr { return netip.MustParseAddr(s) }
+	ip := netip.MustParseAddr
 	plan := func(node, addr string, peers ...netip.Addr) round.Plan[Params] {
 		return round.Plan[Params]{Round: "r", Node: node, Addr: ip(addr), Peers: peers}
 	}

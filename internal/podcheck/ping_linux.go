@@ -95,7 +95,7 @@ func openPing() (net.PacketConn, bool, error) {
 	if err != nil {
 		var rerr error
 		if fd, rerr = unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP); rerr != nil {
-			return nil, false, fmt.Errorf("%w: unprivileged: %v; raw: %v", errNoICMPSocket, err, rerr)
+			return nil, false, fmt.Errorf("%w: unprivileged: %w; raw: %w", errNoICMPSocket, err, rerr)
 		}
 		raw = true
 	}

@@ -126,7 +126,7 @@ func ServiceAddr(ctx context.Context, r client.Reader, namespace string) (netip.
 	}
 	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
 	if err != nil {
-		return netip.AddrPort{}, nil
+		return netip.AddrPort{}, nil //nolint:nilerr // no ClusterIP yet: the zero address says the Service is not ready
 	}
 	return netip.AddrPortFrom(ip, Port), nil
 }

@@ -288,7 +288,7 @@ func Respond(ctx context.Context, conn *net.UDPConn, onProbe func(Packet, netip.
 		n, from, err := conn.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return nil //nolint:nilerr // the context ended: the socket was closed to stop the agent, not broken
 			}
 			return fmt.Errorf("reading probes: %w", err)
 		}

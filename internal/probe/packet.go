@@ -34,6 +34,7 @@ var magic = [8]byte{'W', 'R', 'P', 'R', 'O', 'B', 'E', '1'}
 // Kind tells a probe from its echo.
 type Kind byte
 
+// The kinds of packet: a probe, and the responder's echo of one.
 const (
 	KindProbe Kind = 1
 	KindEcho  Kind = 2

@@ -13,10 +13,10 @@ import (
 type ReportStage string
 
 const (
-	// Serving: the agent serves at Addr and waits for its plan (kinds that
+	// Serving means the agent serves at Addr and waits for its plan (kinds that
 	// plan on serving).
 	Serving ReportStage = "Serving"
-	// Done: the agent did its work, or says in Error why it could not.
+	// Done means the agent did its work, or says in Error why it could not.
 	Done ReportStage = "Done"
 )
 

@@ -166,14 +166,14 @@ func Owner(wr *v1alpha1.WindowsReadiness) []metav1.OwnerReference {
 type Stage string
 
 const (
-	// NotStarted: no round, or a skipped one.
+	// NotStarted is no round, or a skipped one.
 	NotStarted Stage = "NotStarted"
-	// Pairing: the agents start; for a kind that plans on serving, the
+	// Pairing means the agents start; for a kind that plans on serving, the
 	// manager waits for them to serve.
 	Pairing Stage = "Pairing"
-	// Collecting: every agent has its plan; the manager waits for reports.
+	// Collecting means every agent has its plan; the manager waits for reports.
 	Collecting Stage = "Collecting"
-	// Complete: the reports are judged and the round's objects removed.
+	// Complete means the reports are judged and the round's objects removed.
 	Complete Stage = "Complete"
 )
 

@@ -33,6 +33,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -154,11 +155,7 @@ func run(cfg config) (err error) {
 	if err != nil {
 		return err
 	}
-	scheme, err := controllers.NewScheme()
-	if err != nil {
-		return err
-	}
-	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme})
+	scheme, c, err := newClient(restCfg)
 	if err != nil {
 		return err
 	}
@@ -178,6 +175,16 @@ func run(cfg config) (err error) {
 	go func() { simDone <- simMgr.Start(ctx) }()
 	defer func() { cancel(); err = errors.Join(err, <-simDone) }()
 	return measureAll(ctx, cfg, bench{c: c, sim: sim, kubeconfigs: kubeconfigs, auditLog: auditLog, restCfg: restCfg, agents: agentIdentity.Config()})
+}
+
+// newClient is a client of the bench's control plane with winready's scheme.
+func newClient(restCfg *rest.Config) (*runtime.Scheme, client.WithWatch, error) {
+	scheme, err := controllers.NewScheme()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme})
+	return scheme, c, err
 }
 
 // measureAll measures each size in turn, the migration and the rounds as

@@ -104,7 +104,7 @@ func nodeName(i, length int) string {
 // measureRounds runs winready on n nodes until the UDP probe's round and
 // the pod network check's baseline are done, agents playing on every node,
 // and reads their costs.
-func measureRounds(ctx context.Context, cfg config, b bench, n int) ([]roundResult, error) {
+func measureRounds(ctx context.Context, cfg config, b bench, n int) (results []roundResult, err error) {
 	nodes, err := seedRounds(ctx, b.c, n, cfg.nameLen)
 	if err != nil {
 		return nil, err
@@ -117,8 +117,18 @@ func measureRounds(ctx context.Context, cfg config, b bench, n int) ([]roundResu
 	defer stopFleet()
 	fleetDone := make(chan error, 1)
 	go func() { fleetDone <- f.run(fleetCtx, b.c) }()
-	defer func() { stopFleet(); <-fleetDone }()
+	defer func() {
+		stopFleet()
+		if ferr := <-fleetDone; ferr != nil && fleetCtx.Err() == nil {
+			err = errors.Join(err, ferr)
+		}
+	}()
+	return measureRoundsWith(ctx, cfg, b, f, nodes, n)
+}
 
+// measureRoundsWith is measureRounds once the nodes are seeded and the
+// agents play.
+func measureRoundsWith(ctx context.Context, cfg config, b bench, f *fleet, nodes []calicosim.Node, n int) ([]roundResult, error) {
 	op, err := startWinready(ctx, cfg, b.kubeconfigs["winready"])
 	if err != nil {
 		return nil, err

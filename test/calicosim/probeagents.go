@@ -108,6 +108,23 @@ func (a *ProbeAgents) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resul
 	return ctrl.Result{}, a.Play(ctx, a.client, a.reader)
 }
 
+// windows is each agent's window, from the time it came up, and the agents
+// that came up too late to probe.
+func (a *ProbeAgents) windows(plans []round.Plan[probe.Params]) (map[netip.Addr][3]time.Time, map[string]error) {
+	windows := map[netip.Addr][3]time.Time{}
+	tooLate := map[string]error{}
+	for _, p := range plans {
+		up := p.Start.Add(a.late[p.Node])
+		if _, _, err := p.Window(up, probe.LeastWindow); err != nil {
+			tooLate[p.Node] = err
+			continue
+		}
+		from, sendUntil, end := probe.Window(probe.AgentConfig{Start: p.Start, End: p.End}, up)
+		windows[p.Addr] = [3]time.Time{from, sendUntil, end}
+	}
+	return windows, tooLate
+}
+
 // Play writes, once, the reports of the round the DaemonSet runs, as its
 // agents would: w writes them, unless WriteAs gave each node's writer. Tests
 // without a manager call it directly.
@@ -126,18 +143,7 @@ func (a *ProbeAgents) Play(ctx context.Context, w client.Client, r client.Reader
 	if a.played[id] {
 		return nil
 	}
-	// Each agent's window, from the time it came up.
-	windows := map[netip.Addr][3]time.Time{}
-	tooLate := map[string]error{}
-	for _, p := range plans {
-		up := p.Start.Add(a.late[p.Node])
-		if _, _, err := p.Window(up, probe.LeastWindow); err != nil {
-			tooLate[p.Node] = err
-			continue
-		}
-		from, sendUntil, end := probe.Window(probe.AgentConfig{Start: p.Start, End: p.End}, up)
-		windows[p.Addr] = [3]time.Time{from, sendUntil, end}
-	}
+	windows, tooLate := a.windows(plans)
 	received := map[netip.Addr][]netip.Addr{}
 	for _, p := range plans {
 		sender, ok := windows[p.Addr]
