@@ -41,14 +41,20 @@ func auditSize(b *realBackend) int64 {
 	return st.Size()
 }
 
-func readAudit(b *realBackend, from int64) []auditEvent {
+// readAudit reads the accepted writes the audit log recorded between two
+// marks (to 0: up to its end).
+func readAudit(b *realBackend, from, to int64) []auditEvent {
 	f, err := os.Open(b.auditLog())
 	Expect(err).NotTo(HaveOccurred())
 	defer f.Close()
 	_, err = f.Seek(from, io.SeekStart)
 	Expect(err).NotTo(HaveOccurred())
+	var r io.Reader = f
+	if to > 0 {
+		r = io.LimitReader(f, to-from)
+	}
 	var events []auditEvent
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var ev auditEvent
@@ -116,7 +122,7 @@ func (g gap) String() string {
 }
 
 // eventToWrite is, for each change winready makes to Calico after its first
-// (which follows the preflight), the time to it from the last report of
+// (which follows the preflight, or the spec's change to a rollback), the time to it from the last report of
 // Calico completed before it, when that report came after winready's
 // previous change (so the change waited for Calico, not for a write of its
 // own). When several reports came, the one that ended the wait may have been
