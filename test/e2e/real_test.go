@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
@@ -66,6 +67,9 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases"), crds},
 		ErrorIfCRDPathMissing: true,
 	}
+	if err := b.auditWrites(); err != nil {
+		return nil, err
+	}
 	cfg, err := b.env.Start()
 	if err != nil {
 		return nil, err
@@ -94,12 +98,9 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 		}
 	}
 	k8sBin := binPath("k8s", "1.37.2")
-	stages, err := filepath.Glob(binPath("e2e", "kwok-stages", "*.yaml"))
+	stages, err := kwokStages(filepath.Join(b.logDir, "kwok-stages"))
 	if err != nil {
-		return nil, fmt.Errorf("listing bin/e2e/kwok-stages: %w", err)
-	}
-	if len(stages) == 0 {
-		return nil, errors.New("no kwok stages in bin/e2e/kwok-stages (run make e2e-binaries)")
+		return nil, err
 	}
 	kwokArgs := []string{"--kubeconfig", kubeconfig, "--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=fake", "--node-port=0", "--server-address=",
@@ -135,6 +136,52 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// auditPolicy records every write but the kubelets' leases and Events, with
+// when it was received and when it completed: the timing scenario reads
+// from it how soon winready acts on what it waited for.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+- level: None
+  resources:
+  - group: coordination.k8s.io
+  - group: ""
+    resources: ["events"]
+  - group: events.k8s.io
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete"]
+- level: None
+`
+
+// auditLog is the API server's audit log of writes.
+func (b *realBackend) auditLog() string { return filepath.Join(b.logDir, "audit.log") }
+
+func (b *realBackend) auditWrites() error {
+	policy := filepath.Join(b.logDir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		return err
+	}
+	args := b.env.ControlPlane.GetAPIServer().Configure()
+	args.Set("audit-policy-file", policy)
+	args.Set("audit-log-path", b.auditLog())
+	args.Set("audit-log-mode", "blocking")
+	return nil
+}
+
+// restartOperator stops the Tigera operator as deleting its pod would;
+// supervise starts it again with the environment it reads then.
+func (b *realBackend) restartOperator() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := len(b.procs) - 1; i >= 0; i-- {
+		if p := b.procs[i]; strings.HasPrefix(p.name, "tigera-operator") {
+			return syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		}
+	}
+	return errors.New("no tigera-operator process")
 }
 
 // supervise runs a binary and starts it again when it exits, as a

@@ -87,7 +87,10 @@ func phase() v1alpha1.Phase { return getWR().Status.Phase }
 
 // why says what winready and Calico report, for a failed wait.
 func why() string {
-	msg := "winready: " + getWR().Status.Message
+	msg := "winready: no WindowsReadiness"
+	if wr := (&v1alpha1.WindowsReadiness{}); k8s.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr) == nil {
+		msg = "winready: " + wr.Status.Message
+	}
 	list := &operatorv1.TigeraStatusList{}
 	if err := k8s.List(ctx, list); err == nil {
 		for _, ts := range list.Items {
