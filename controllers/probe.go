@@ -90,15 +90,16 @@ func (r probeRound) engine(s *scope, id round.ID, token round.Token) (*probe.Eng
 			Params: func(context.Context) (probe.Params, error) { return probe.Params{Extra: extra}, nil }}
 }
 
-// start starts a new round on every Linux node. The tries to start one are
-// bounded (each after the workqueue's backoff) before a person is asked: a
-// policy engine refusing hostNetwork pods, a quota or a missing image does not
-// go away by itself.
+// start starts a new round on every Linux node. A start the API server
+// refuses (a policy engine refusing hostNetwork pods, a quota) is tried a
+// bounded number of times (each after the workqueue's backoff) before a
+// person is asked, as it does not go away by itself; any other failure is
+// retried with the backoff.
 func (r probeRound) start(ctx context.Context, s *scope, token round.Token) Outcome {
 	st := &v1alpha1.ProbeStatus{Generation: s.wr.Generation}
 	e, spec := r.engine(s, round.NewID(s.wr.Generation, s.now), token)
 	if err := e.Start(ctx, s.now, spec, &st.RoundState); err != nil {
-		if attempts := s.failures + 1; attempts >= permanentAfter {
+		if attempts := s.failures + 1; permanent(err) && attempts >= permanentAfter {
 			msg := fmt.Sprintf("preflight failed, nothing was changed: the UDP 4789 probe could not be started in %d attempts: %v. "+
 				"Fix what the API server says (an admission policy refusing hostNetwork pods, a quota, the probe image), then "+
 				"annotate %s, or set spec.preflight.skipNetworkProbe if the path was verified another way", attempts, err, RerunPreflightAnnotation)

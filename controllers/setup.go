@@ -147,7 +147,10 @@ func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
 	}
 	if err := indexBlocks(context.Background(), mgr.GetFieldIndexer(), disco); err != nil {
-		return nil, fmt.Errorf("indexing IPAM blocks by node: %w", err)
+		// The index spares the join watch a list of every block; without it
+		// (the Calico API server down as the manager starts) the join watch
+		// lists them from the API server.
+		mgr.GetLogger().Info("IPAM blocks are not indexed by node; the join watch will list them", "error", err.Error())
 	}
 	metrics.Register()
 	writes := metrics.NewWriteCounter(mgr.GetScheme())
