@@ -1,10 +1,13 @@
 package calico
 
 import (
+	"fmt"
+
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -50,6 +53,28 @@ func (c *Cluster) SettledAt(names ...string) (bool, string) {
 		}
 		if ok, why := h.SettledAt(c.Installation.Generation); !ok {
 			return false, why
+		}
+	}
+	return true, ""
+}
+
+// Computed says whether the Tigera operator has finished a reconcile of the
+// Installation's current spec: it writes status.computed, the spec it
+// rendered, only at the end of a reconcile that validated, rendered and found
+// every component available (core_controller.go), seconds before its 5-second
+// status tick sets TigeraStatus calico's observedGeneration. With an overlay
+// Installation computed is the merged spec, which never equals the spec.
+func (c *Cluster) Computed() bool {
+	inst := c.Installation
+	return inst != nil && inst.Status.Computed != nil && equality.Semantic.DeepEqual(*inst.Status.Computed, inst.Spec)
+}
+
+// NotDegraded says whether none of the named TigeraStatuses is Degraded, and
+// which is if one is.
+func (c *Cluster) NotDegraded(names ...string) (bool, string) {
+	for _, name := range names {
+		if h := c.Health[name]; h.Degraded {
+			return false, fmt.Sprintf("TigeraStatus %s to recover from Degraded: %s", h.Name, h.Message)
 		}
 	}
 	return true, ""

@@ -96,6 +96,15 @@ func (Encapsulation) Settled(in Input) (bool, string) {
 			return false, why
 		}
 	}
+	if in.Cluster.Computed() {
+		// The pools above are the pool controller's work, read live, and
+		// status.computed is the core controller's: it validated and rendered
+		// this spec with everything available. Waiting for the 5-second status
+		// tick to say the same would cost up to 5 s before the next write
+		// (docs/concepts.md, what each wait wakes on); a Degraded TigeraStatus
+		// still holds the step.
+		return in.Cluster.NotDegraded(calico.StatusIPPools, calico.StatusCalico)
+	}
 	return in.Cluster.SettledAt(calico.StatusIPPools, calico.StatusCalico)
 }
 

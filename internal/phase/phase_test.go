@@ -248,6 +248,25 @@ func TestEncapsulationSettled(t *testing.T) {
 	if ok, why := (Encapsulation{}).Settled(migrate(c)); ok || !strings.Contains(why, "observe Installation generation 4") {
 		t.Errorf("settled %v on an older generation: %s", ok, why)
 	}
+	c.Installation.Status.Computed = c.Installation.Spec.DeepCopy()
+	if ok, why := (Encapsulation{}).Settled(migrate(c)); !ok {
+		t.Errorf("not settled with the spec computed and the pools written, before the status tick: %s", why)
+	}
+	c.Installation.Status.Computed.CalicoNetwork.IPPools[0].Encapsulation = operatorv1.EncapsulationVXLANCrossSubnet
+	if ok, why := (Encapsulation{}).Settled(migrate(c)); ok || !strings.Contains(why, "observe Installation generation 4") {
+		t.Errorf("settled %v on the previous spec computed: %s", ok, why)
+	}
+	c.Installation.Status.Computed = c.Installation.Spec.DeepCopy()
+	c.Health[calico.StatusIPPools] = calico.Health{Name: calico.StatusIPPools, Found: true, Degraded: true, ObservedGeneration: 3,
+		Message: "Unable to modify IP pools while Calico API server is unavailable"}
+	if ok, why := (Encapsulation{}).Settled(migrate(c)); ok || !strings.Contains(why, "TigeraStatus ippools to recover from Degraded") {
+		t.Errorf("settled %v with ippools Degraded: %s", ok, why)
+	}
+	c.Health = health(3, calico.StatusIPPools, calico.StatusCalico)
+	c.Pools[0].Spec.VXLANMode = calicov3.VXLANModeCrossSubnet
+	if ok, why := (Encapsulation{}).Settled(migrate(c)); ok || !strings.Contains(why, "IPPool v4-a to get vxlanMode Always") {
+		t.Errorf("settled %v with the spec computed but a pool not yet written: %s", ok, why)
+	}
 }
 
 func TestBGPSettled(t *testing.T) {

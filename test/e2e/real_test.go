@@ -138,9 +138,10 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// auditPolicy records every write but the kubelets' leases and Events, with
-// when it was received and when it completed: the timing scenario reads
-// from it how soon winready acts on what it waited for.
+// auditPolicy records every write but Leases (kwok's node heartbeats, leader
+// elections) and Events, with when it was received and when it completed:
+// the timing scenario reads from it how soon winready acts on what it
+// waited for.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted"]

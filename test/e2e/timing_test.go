@@ -158,7 +158,7 @@ func timeBoth(n int) {
 	for _, g := range gaps {
 		lines = append(lines, g.String())
 	}
-	Expect(os.WriteFile(filepath.Join(b.logDir, fmt.Sprintf("event-to-write-%d.txt", n)), []byte(strings.Join(lines, "\n")+"\n"), 0o600)).To(Succeed())
+	Expect(os.WriteFile(filepath.Join(b.logDir, fmt.Sprintf("event-to-write-%d-%s.txt", n, start.Format("150405"))), []byte(strings.Join(lines, "\n")+"\n"), 0o600)).To(Succeed())
 	delays := make([]time.Duration, len(gaps))
 	for i, g := range gaps {
 		delays[i] = g.Delay
