@@ -281,9 +281,29 @@ func hasStatus(ctx context.Context, c client.Client, name string) bool {
 
 // Clean removes the nodes; the control plane goes with Stop.
 func (b *realBackend) Clean(ctx context.Context, c client.Client) error {
+	return removeNodes(ctx, c, "linux-0", "linux-1", "linux-2", "win-1")
+}
+
+// removeNodes deletes the nodes and then their pods at once. With no kubelet
+// (kwok manages only nodes that exist) a pod of a deleted node stays
+// Terminating until the pod garbage collector's 40 s quarantine ends; the
+// DaemonSet controller, which deletes such pods, waits for each deletion to
+// complete and meanwhile rolls calico-node out no further: the next
+// scenario's rollout would stall for as long.
+func removeNodes(ctx context.Context, c client.Client, names ...string) error {
 	var errs []error
-	for _, n := range []string{"linux-0", "linux-1", "linux-2", "win-1"} {
+	for _, n := range names {
 		errs = append(errs, client.IgnoreNotFound(c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})))
+	}
+	for _, n := range names {
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.MatchingFields{"spec.nodeName": n}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i := range pods.Items {
+			errs = append(errs, client.IgnoreNotFound(c.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -83,9 +83,11 @@ func timeBoth(n int) {
 	cl := pacedCluster(n)
 	Expect(b.Seed(ctx, k8s, cl)).To(Succeed())
 	DeferCleanup(func() {
+		var names []string
 		for _, node := range cl.Nodes {
-			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}))).To(Succeed())
+			names = append(names, node.Name)
 		}
+		Expect(removeNodes(ctx, k8s, names...)).To(Succeed())
 	})
 	Eventually(atRest).WithTimeout(10*time.Minute).Should(Succeed(), "calico-node on the paced nodes, rolled out")
 	original := touchedFields()
