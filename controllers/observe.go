@@ -12,13 +12,15 @@ import (
 )
 
 // observe reads, once per pass, what every later sub-reconciler decides
-// from: the Windows nodes and the Tigera operator's health.
+// from: the Windows nodes and the Tigera operator's health, both from the
+// manager's cache.
 type observe struct{ *Reconciler }
 
 func (r observe) reconcile(ctx context.Context, s *scope) Outcome {
-	// Past the cache: a node that registered a moment ago counts, for the
-	// rollback guard as for the status.
-	names, err := windowsNodes(ctx, r.APIReader)
+	// From the cache (Nodes as metadata): this runs on every pass. A
+	// rollback looks again past the cache right before each of its writes
+	// (walk.mayChangeNow), where a node that registered a moment ago counts.
+	names, err := windowsNodes(ctx, r.Client)
 	if err != nil {
 		return failed(err)
 	}

@@ -27,7 +27,8 @@ type scope struct {
 	now time.Time
 	// inst is Installation default as the pass found it (Reconcile).
 	inst *operatorv1.Installation
-	// windowsNodes are the Windows nodes, read once past the cache (observe).
+	// windowsNodes are the Windows nodes, from the cache (observe); a rollback
+	// reads them again past the cache before each write (walk).
 	windowsNodes []string
 	// calico is Calico's health and the overlay's conflicts (observe).
 	calico calicoHealth
