@@ -98,7 +98,7 @@ E2E_MANIFEST ?=
 E2E_TIMING_NODES ?= 3
 
 .PHONY: e2e
-e2e: e2e-binaries build ## Run the end-to-end scenarios against the real Tigera operator.
+e2e: e2e-binaries build $(ENVTEST_ASSETS)/kubectl ## Run the end-to-end scenarios against the real Tigera operator.
 	E2E_BACKEND=real KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) E2E_MANIFEST=$(E2E_MANIFEST) E2E_TIMING_NODES=$(E2E_TIMING_NODES) \
 		go test ./test/e2e/ -count=1 -timeout 40m -v $(GINKGO_FLAGS)
 

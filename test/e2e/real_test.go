@@ -47,7 +47,24 @@ func binPath(elem ...string) string {
 	return filepath.Join(append([]string{repoRoot, "bin"}, elem...)...)
 }
 
+// realBinaries are the programs the real backend runs, and what builds them:
+// a missing one fails the suite before any spec, by name, rather than a spec
+// midway with a shell's "No such file".
+var realBinaries = []struct{ path, target string }{
+	{binPath("e2e", "tigera-operator"), "make e2e-binaries"},
+	{binPath("e2e", "kwok"), "make e2e-binaries"},
+	{binPath("k8s", "1.37.2", "kube-controller-manager"), "make e2e-binaries"},
+	{binPath("k8s", "1.37.2", "kube-scheduler"), "make e2e-binaries"},
+	// The timing scenario's manual runbook.
+	{binPath("k8s", "1.37.2", "kubectl"), "make bin/k8s/1.37.2/kubectl"},
+}
+
 func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
+	for _, bin := range realBinaries {
+		if _, err := os.Stat(bin.path); err != nil {
+			return nil, fmt.Errorf("%s is missing (%s builds it; make e2e runs it): %w", bin.path, bin.target, err)
+		}
+	}
 	// The native projectcalico.org/v3 CRDs, as the operator prints them.
 	crds := filepath.Join(b.logDir, "calico-crds")
 	if err := os.MkdirAll(crds, 0o755); err != nil {
