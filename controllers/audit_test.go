@@ -2,10 +2,13 @@ package controllers_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -71,48 +74,80 @@ func appliedWrites() map[string]int {
 // yet, or a server error, which a manager stopped in the middle of a request
 // sees even when storage had already committed the write.
 func auditedWrites() (accepted, unsure map[string]int) {
-	f, err := os.Open(auditLog)
-	Expect(err).NotTo(HaveOccurred())
-	defer f.Close()
-	received := map[string]string{} // auditID to key, in order of arrival
-	var order []string
-	code := map[string]int{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var ev auditEvent
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue // a line still being written
-		}
-		if !strings.HasPrefix(ev.UserAgent, operatorUserAgent) ||
-			ev.ObjectRef.Resource == "windowsreadinesses" || ev.ObjectRef.Resource == "events" || ev.ObjectRef.Resource == "leases" {
-			continue
-		}
-		switch ev.Stage {
-		case "RequestReceived":
-			key := ev.ObjectRef.Resource + " " + ev.Verb
-			if ev.ObjectRef.Namespace != "" {
-				key = ev.ObjectRef.Resource + " " + ev.ObjectRef.Namespace + " " + ev.Verb
-			}
-			received[ev.AuditID] = key
-			order = append(order, ev.AuditID)
-		case "ResponseComplete":
-			code[ev.AuditID] = ev.ResponseStatus.Code
-		case "Panic":
-			code[ev.AuditID] = 500
-		}
-	}
-	Expect(sc.Err()).NotTo(HaveOccurred())
+	audit.mu.Lock()
+	defer audit.mu.Unlock()
+	audit.readNew()
 	accepted, unsure = map[string]int{}, map[string]int{}
-	for _, id := range order {
-		switch c, done := code[id]; {
+	for _, id := range audit.order {
+		switch c, done := audit.code[id]; {
 		case done && c < 300:
-			accepted[received[id]]++
+			accepted[audit.received[id]]++
 		case !done || c >= 500:
-			unsure[received[id]]++
+			unsure[audit.received[id]]++
 		}
 	}
 	return accepted, unsure
+}
+
+// audit is what the audit log said of winready's writes so far.
+var audit = &auditTail{received: map[string]string{}, code: map[string]int{}}
+
+// auditTail follows the audit log. The log holds every write of the suite
+// and specs poll it, so each look reads only the lines added since the last.
+type auditTail struct {
+	mu sync.Mutex
+	// offset is where the next unread line starts.
+	offset   int64
+	received map[string]string // auditID to key
+	order    []string          // auditIDs in order of arrival
+	code     map[string]int
+}
+
+// readNew reads the complete lines added to the log since the last look; a
+// line still being written is left for the next.
+func (a *auditTail) readNew() {
+	f, err := os.Open(auditLog)
+	Expect(err).NotTo(HaveOccurred())
+	defer f.Close()
+	_, err = f.Seek(a.offset, io.SeekStart)
+	Expect(err).NotTo(HaveOccurred())
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			return
+		}
+		Expect(err).NotTo(HaveOccurred())
+		a.offset += int64(len(line))
+		// Most lines are other clients' writes: skip them unparsed.
+		if !bytes.Contains(line, []byte(operatorUserAgent)) {
+			continue
+		}
+		a.add(line)
+	}
+}
+
+// add records one audit event of winready's.
+func (a *auditTail) add(line []byte) {
+	var ev auditEvent
+	Expect(json.Unmarshal(line, &ev)).To(Succeed())
+	if !strings.HasPrefix(ev.UserAgent, operatorUserAgent) ||
+		ev.ObjectRef.Resource == "windowsreadinesses" || ev.ObjectRef.Resource == "events" || ev.ObjectRef.Resource == "leases" {
+		return
+	}
+	switch ev.Stage {
+	case "RequestReceived":
+		key := ev.ObjectRef.Resource + " " + ev.Verb
+		if ev.ObjectRef.Namespace != "" {
+			key = ev.ObjectRef.Resource + " " + ev.ObjectRef.Namespace + " " + ev.Verb
+		}
+		a.received[ev.AuditID] = key
+		a.order = append(a.order, ev.AuditID)
+	case "ResponseComplete":
+		a.code[ev.AuditID] = ev.ResponseStatus.Code
+	case "Panic":
+		a.code[ev.AuditID] = 500
+	}
 }
 
 // appliedWritesSince returns a function that counts the writes accepted

@@ -33,9 +33,11 @@ func nodeEvents(name string) func() []string {
 	return func() []string {
 		list := &eventsv1.EventList{}
 		Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
+		// Read once: the namespace holds every earlier spec's Events too.
+		uid := getWR().UID
 		var notes []string
 		for _, e := range list.Items {
-			if e.Regarding.Kind == "WindowsReadiness" && e.Regarding.UID == getWR().UID && e.Related != nil && e.Related.Kind == "Node" && e.Related.Name == name {
+			if e.Regarding.Kind == "WindowsReadiness" && e.Regarding.UID == uid && e.Related != nil && e.Related.Kind == "Node" && e.Related.Name == name {
 				notes = append(notes, e.Reason+": "+e.Note)
 			}
 		}
