@@ -33,11 +33,17 @@ func calicoVerdict(s *scope, step v1alpha1.StepName, dir v1alpha1.Direction) (Ou
 		msg = fmt.Sprintf("TigeraStatus %s is Degraded (%s) since winready changed step %s; set spec.direction: Rollback to undo it, "+
 			"or correct the spec so that step %s runs again", h.Name, h.Message, last.Name, last.Name)
 	}
+	if h.DegradedSince.IsZero() {
+		return stop(conditions.ReasonCalicoDegraded, "%s", msg), msg
+	}
 	deadline := s.wr.Spec.EffectiveProgressDeadline()
-	if !h.DegradedSince.IsZero() && s.now.Sub(h.DegradedSince) >= deadline {
+	left := deadline - s.now.Sub(h.DegradedSince)
+	if left <= 0 {
 		return stop(conditions.ReasonStepTimeout, "%s; Degraded for longer than the step deadline %s", msg, deadline), msg
 	}
-	return stop(conditions.ReasonCalicoDegraded, "%s", msg), msg
+	// Look again when the deadline falls due: a Degraded state that nothing
+	// changes wakes no watch, and must still become a stall.
+	return stop(conditions.ReasonCalicoDegraded, "%s", msg).lookAgain(left), msg
 }
 
 // calicoBlocked is the mayChange part of calicoVerdict.
