@@ -3,7 +3,6 @@ package controllers_test
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -183,85 +182,6 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		Consistently(func() map[string]int { return calicoOnly(appliedWritesSince(baseline)()) }).Should(BeEmpty(),
 			"winready wrote nothing to Calico")
 		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty())
-	})
-
-	It("stops before the next change while paused, and goes on when unpaused", func() {
-		seed(calicosim.MainCluster())
-		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
-
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
-		Expect(condition(conditions.Reconciling)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonPaused))
-		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty())
-		Expect(ipamConfig().Spec.StrictAffinity).To(BeFalse())
-
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-	})
-
-	It("makes no change while Calico is Degraded and resumes by itself when it recovers", func() {
-		seed(calicosim.MainCluster())
-		sim.InjectFault("calico-node crash looping on linux-1")
-		Eventually(func() bool {
-			h, _ := calico.ReadHealth(ctx, k8s, calico.StatusCalico)
-			return h.Degraded
-		}).Should(BeTrue())
-		op = startOperator(nil, nil)
-		createWR()
-
-		Eventually(condition(conditions.CalicoHealthy)).Should(haveStatus(metav1.ConditionFalse, conditions.ReasonCalicoDegraded))
-		Eventually(func() string { return condition(conditions.Reconciling)().Message }).Should(ContainSubstring("crash looping"))
-		Expect(condition(conditions.Stalled)().Status).NotTo(Equal(metav1.ConditionTrue), "Calico may recover by itself")
-		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty())
-
-		sim.ClearFault()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		Expect(condition(conditions.CalicoHealthy)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonCalicoHealthy))
-	})
-
-	It("stops changing the cluster when Calico goes Degraded in the middle of a step", func() {
-		seed(calicosim.MainCluster())
-		sim.HoldRollouts()
-		op = startOperator(nil, nil)
-		// One change per step, so that a next step is left to hold back.
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.Conservative = true })
-		Eventually(func() string { return stepOf(v1alpha1.StepBGP)().Message }).Should(ContainSubstring("calico-node rollout"))
-
-		sim.InjectFault("calico-node crash looping on linux-2")
-		sim.ReleaseRollouts()
-		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("recover from Degraded"))
-		Expect(phaseOf()).To(Equal(v1alpha1.PhaseMigrating), "Calico may recover by itself: not stalled")
-		Consistently(servicesEndpoint).Should(BeNil(), "the next step does not start")
-
-		sim.ClearFault()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-	})
-
-	It("stalls a step whose rollout does not move for the progress deadline, and resumes when Calico catches up", func() {
-		seed(calicosim.MainCluster())
-		sim.HoldRollouts()
-		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.PhaseTimeout = &metav1.Duration{Duration: time.Minute} })
-		Eventually(func() string { return stepOf(v1alpha1.StepBGP)().Message }).Should(ContainSubstring("calico-node rollout"))
-
-		By("seeing winready wait on the held rollout as it stands")
-		Eventually(func() bool {
-			ds := &appsv1.DaemonSet{}
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}, ds)).To(Succeed())
-			_, why := calico.RolloutDone(ds)
-			return strings.Contains(why, "updated") && strings.HasSuffix(stepOf(v1alpha1.StepBGP)().Message, why)
-		}).Should(BeTrue())
-
-		op.clock.Step(2 * time.Minute)
-		poke("test/poke", "1")
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonStepTimeout))
-		Expect(phaseOf()).To(Equal(v1alpha1.PhaseStalled))
-		Expect(getWR().Status.Message).To(And(ContainSubstring("step 3/6 (BGP)"), ContainSubstring("calico-node rollout"),
-			ContainSubstring("no progress for 2m"), ContainSubstring("longer than the progress deadline 1m0s")))
-
-		sim.ReleaseRollouts()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		Expect(condition(conditions.Stalled)().Status).To(Equal(metav1.ConditionFalse))
 	})
 
 	It("refuses to start while UDP 4789 is blocked between two nodes, naming the pair", func() {

@@ -211,24 +211,6 @@ var _ = Describe("Working with people and GitOps", func() {
 		Expect(getWR().Status.Plan).To(BeNil())
 	})
 
-	It("waits for approval before each disruptive step", func() {
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.RequireApproval = true })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseAwaitingApproval))
-		Expect(getWR().Status.Message).To(ContainSubstring("step 2/6 (Encapsulation): waiting for approval"))
-		Expect(stepOf(v1alpha1.StepStrictAffinity)().State).To(Equal(v1alpha1.StepCompleted), "non-disruptive steps go ahead")
-		Expect(kstatusOf()).To(Equal(status.InProgressStatus))
-
-		for i, step := range []v1alpha1.StepName{v1alpha1.StepEncapsulation, v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint} {
-			Consistently(func() v1alpha1.StepState { return stepOf(step)().State }).ShouldNot(Equal(v1alpha1.StepCompleted))
-			updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.ApprovedSteps = append(wr.Spec.ApprovedSteps, step) })
-			Eventually(func() v1alpha1.StepState { return stepOf(step)().State }).Should(Equal(v1alpha1.StepCompleted))
-			if i < 2 {
-				Eventually(phaseOf).Should(Equal(v1alpha1.PhaseAwaitingApproval))
-			}
-		}
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-	})
-
 	It("stops fighting a GitOps tool that keeps putting a value back, naming it and the YAML to commit", func() {
 		createWR()
 		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))

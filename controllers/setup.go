@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -27,6 +28,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/metrics"
+	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/internal/windows"
 )
@@ -141,7 +143,6 @@ func (o Options) backoff(failures int) time.Duration {
 // counts the writes it makes (Reconciler.Writes) and carries winready's field
 // manager name.
 func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
-	o = o.withDefaults()
 	disco, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
@@ -153,22 +154,43 @@ func Setup(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 		mgr.GetLogger().Info("IPAM blocks are not indexed by node; the join watch will list them", "error", err.Error())
 	}
 	metrics.Register()
-	writes := metrics.NewWriteCounter(mgr.GetScheme())
-	r := &Reconciler{
-		Client:    client.WithFieldOwner(&metrics.CountingClient{Client: mgr.GetClient(), Writes: writes}, FieldOwner),
+	r := NewReconciler(Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Discovery: disco,
+		Recorder: mgr.GetEventRecorder("winready")}, mgr.GetScheme(), o)
+	if err := r.setupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Deps are what a Reconciler reads, writes and reports through: a manager's
+// (Setup), or a test's that calls Reconcile itself.
+type Deps struct {
+	// Client reads (from a cache in a manager) and writes.
+	Client client.Client
+	// APIReader reads past any cache.
+	APIReader client.Reader
+	Discovery preflight.Discovery
+	Recorder  events.EventRecorder
+}
+
+// NewReconciler builds the reconciler on d with o, defaults filled in. Its
+// client counts the writes it makes (Reconciler.Writes) and carries
+// winready's field manager name. Without a manager, the caller runs
+// Reconcile; IPAM blocks are then read past any index.
+func NewReconciler(d Deps, scheme *runtime.Scheme, o Options) *Reconciler {
+	o = o.withDefaults()
+	writes := metrics.NewWriteCounter(scheme)
+	return &Reconciler{
+		Client:    client.WithFieldOwner(&metrics.CountingClient{Client: d.Client, Writes: writes}, FieldOwner),
 		Writes:    writes,
-		APIReader: mgr.GetAPIReader(),
-		Discovery: disco,
-		Recorder:  mgr.GetEventRecorder("winready"),
+		APIReader: d.APIReader,
+		Discovery: d.Discovery,
+		Recorder:  d.Recorder,
 		Clock:     o.Clock,
 		opts:      o,
 		// Every failed pass backs off here, and the status says until when.
 		limiter: workqueue.NewTypedItemExponentialFailureRateLimiter[ctrl.Request](o.RetryBase, o.RetryMax),
 	}
-	if err := r.setupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	return r, nil
 }
 
 // setupWithManager watches the WindowsReadiness and everything a step waits

@@ -8,6 +8,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -39,13 +43,16 @@ const (
 )
 
 var (
-	testEnv   *envtest.Environment
-	cfg       *rest.Config
-	scheme    *runtime.Scheme
-	k8s       client.Client // uncached: assertions never go through a cache
+	testEnv *envtest.Environment
+	cfg     *rest.Config
+	scheme  *runtime.Scheme
+	k8s     client.Client // uncached: assertions never go through a cache
+	// apiClient is k8s as the suite made it: the inline specs swap k8s for
+	// their mirror while they run.
+	apiClient client.Client
 	sim       *calicosim.Simulator
 	agents    *calicosim.ProbeAgents
-	simCancel context.CancelFunc
+	simCancel func()
 )
 
 // crdPaths are winready's CRD and the Calico CRDs fetched by hack/calico-crds.sh.
@@ -77,31 +84,59 @@ var _ = BeforeSuite(func() {
 	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	apiClient = k8s
 
 	// The simulator plays the Tigera operator and the DaemonSet controller,
 	// in a manager of its own, for the whole suite.
 	// config/default is installed as users install it: namespaces, RBAC and
 	// the admission policies (the CRD comes from envtest).
 	installConfig()
-	simMgr, s, a, err := calicosim.NewManager(cfg, scheme, calicosim.Options{}, probeNamespace)
-	Expect(err).NotTo(HaveOccurred())
-	sim, agents = s, a
-	var ctx context.Context
-	ctx, simCancel = context.WithCancel(context.Background())
-	go func() {
-		defer GinkgoRecover()
-		Expect(simMgr.Start(ctx)).To(Succeed())
-	}()
+	startSimulator()
 })
 
 var _ = AfterSuite(func() {
-	if simCancel != nil {
-		simCancel()
-	}
+	stopSimulator()
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
 })
+
+// startSimulator runs the simulator in a manager of its own, in the
+// background, as the Tigera operator runs beside winready.
+func startSimulator() {
+	simMgr, s, a, err := calicosim.NewManager(cfg, scheme, calicosim.Options{}, probeNamespace)
+	Expect(err).NotTo(HaveOccurred())
+	sim, agents = s, a
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	simCancel = func() {
+		cancel()
+		Eventually(done).Should(BeClosed(), "the simulator stops")
+	}
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(simMgr.Start(ctx)).To(Succeed())
+	}()
+	// Every kind the simulator watches, synced before a spec runs: a
+	// manager stopped while its controllers still wait for their caches
+	// takes its whole shutdown timeout to return.
+	for _, obj := range []client.Object{&operatorv1.Installation{}, &operatorv1.ImageSet{}, &corev1.ConfigMap{}, &corev1.Service{},
+		&corev1.Pod{}, &corev1.Node{}, &corev1.ResourceQuota{}, &appsv1.DaemonSet{}, &calicov3.IPPool{},
+		&calicov3.FelixConfiguration{}, &calicov3.IPAMConfiguration{}} {
+		_, err := simMgr.GetCache().GetInformer(ctx, obj)
+		Expect(err).NotTo(HaveOccurred())
+	}
+}
+
+// stopSimulator stops the background simulator and waits until it has
+// returned: the specs driven inline step a simulator of their own.
+func stopSimulator() {
+	if simCancel != nil {
+		simCancel()
+		simCancel = nil
+	}
+}
 
 // operator is one run of winready's manager, as the production binary wires
 // it, with a fake clock and a count of every write it makes.

@@ -73,7 +73,7 @@ func (r *rolloutController) Reconcile(ctx context.Context, req reconcile.Request
 		return finish(err)
 	}
 	desired := int32(len(nodes))
-	now := time.Now()
+	now := r.sim.opts.Clock.Now()
 	rc, seen := r.lastStep[ds.UID]
 	if !seen {
 		rc = resume(ds, desired)

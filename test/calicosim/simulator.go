@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -48,6 +49,8 @@ type Options struct {
 	// DaemonSetNamespaces are the namespaces whose DaemonSets the simulated DaemonSet controller rolls out
 	// (default: calico-system only).
 	DaemonSetNamespaces []string
+	// Clock paces the rollouts and the status lag (default the real clock). Inline steps a fake one.
+	Clock clock.PassiveClock
 }
 
 const (
@@ -104,6 +107,9 @@ func New(opts Options) *Simulator {
 	}
 	if len(opts.DaemonSetNamespaces) == 0 {
 		opts.DaemonSetNamespaces = []string{calicoNamespace}
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	return &Simulator{
 		opts:         opts,

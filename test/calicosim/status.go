@@ -195,7 +195,7 @@ func (s *Simulator) syncStatus(ctx context.Context, m *statusManager, h health) 
 			}
 		}
 	}
-	now := time.Now()
+	now := s.opts.Clock.Now()
 	want := m.conditions(ts.Status.Conditions, h, now)
 	if !missing && equality.Semantic.DeepEqual(ts.Status.Conditions, want) {
 		m.pendingSince = time.Time{}

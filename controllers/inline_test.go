@@ -1,0 +1,199 @@
+package controllers_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/types"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/test/calicosim"
+)
+
+// inlineBed drives winready and the simulated Calico by hand, in the spec's
+// goroutine, on one fake clock (karpenter's ExpectObjectReconciled): the
+// simulator runs until it has nothing left to do, then winready makes one
+// pass. What a spec asserts follows from the order of the calls alone, never
+// from the timing of watches, workqueues and polls.
+//
+// A pass is woken as a watch would wake it: by any write to the cluster
+// since the last pass ended (the simulator's, the spec's, or winready's own
+// outside its status), else by the time it asked to be looked at again, to
+// which the clock then moves. This wakes winready at least as often as its
+// watches do; that its watches see every change it waits for is the
+// business of the specs that run the manager.
+type inlineBed struct {
+	r      *controllers.Reconciler
+	calico *calicosim.Inline
+	clock  *clocktesting.FakeClock
+	events *eventLog
+	c      *mirrorClient
+
+	result ctrl.Result
+	passes int
+	// changes counts the writes to the cluster as the last pass ended, and
+	// wrote says whether that pass wrote outside its status (which its own
+	// watches see).
+	changes int
+	wrote   bool
+}
+
+// maxPasses bounds reconcileUntil: a migration of the reference cluster
+// takes a few dozen passes.
+const maxPasses = 500
+
+// driveInline seeds cl and returns a bed whose simulator has brought it to
+// rest. The suite's simulator must be stopped (see inlineSpecs).
+func driveInline(cl calicosim.Cluster) *inlineBed {
+	GinkgoHelper()
+	api, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	c := newMirror(api)
+	// The spec's own reads and writes go through the mirror too.
+	k8s = c
+	b := &inlineBed{clock: clocktesting.NewFakeClock(time.Now()), events: &eventLog{}, c: c}
+	b.calico = calicosim.NewInline(c, b.clock, calicosim.Options{RolloutStep: -1, StatusLag: -1}, probeNamespace)
+	sim, agents = b.calico.Sim, b.calico.Agents
+	b.r = controllers.NewReconciler(controllers.Deps{Client: c, APIReader: c,
+		Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Recorder: b.events}, scheme,
+		controllers.Options{Namespace: operatorNamespace, ProbeNamespace: probeNamespace, ProbeImage: managerImage, Clock: b.clock})
+	Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
+	b.settle()
+	settled, why, err := calicosim.Settled(ctx, k8s)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(settled).To(BeTrue(), "the simulated Calico is at rest before the spec starts: %s", why)
+	return b
+}
+
+// settle runs the simulator until it has nothing left to do.
+func (b *inlineBed) settle() {
+	GinkgoHelper()
+	Expect(b.calico.Settle(ctx)).To(Succeed())
+}
+
+// pass runs one pass of winready, as its workqueue would.
+func (b *inlineBed) pass() {
+	GinkgoHelper()
+	own := b.r.Writes.Total()
+	res, err := b.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: v1alpha1.Name}})
+	Expect(err).NotTo(HaveOccurred(), "pass %d", b.passes+1)
+	b.result = res
+	b.passes++
+	b.changes, b.wrote = b.c.Changes(), b.r.Writes.Total() != own
+}
+
+// woken says whether anything would wake winready: the first pass, a write
+// to the cluster since the last pass, or one of its own in it.
+func (b *inlineBed) woken() bool {
+	return b.passes == 0 || b.wrote || b.c.Changes() != b.changes
+}
+
+// wake says whether anything wakes winready now: a write since its last
+// pass, else the time it asked to be looked at again, to which the clock
+// then moves. It is false when nothing is left to wake it.
+func (b *inlineBed) wake() bool {
+	GinkgoHelper()
+	if b.woken() {
+		return true
+	}
+	if b.result.RequeueAfter <= 0 {
+		return false
+	}
+	b.clock.Step(b.result.RequeueAfter)
+	return true
+}
+
+// reconcileUntil runs passes, the simulator settling before each, until
+// actual() satisfies matcher; it fails when nothing is left to wake winready
+// first, with the status message as it stands.
+func reconcileUntil[T any](b *inlineBed, actual func() T, matcher types.GomegaMatcher, description ...any) {
+	GinkgoHelper()
+	for range maxPasses {
+		b.settle()
+		if ok, err := matcher.Match(actual()); err == nil && ok {
+			return
+		}
+		if !b.wake() {
+			Expect(actual()).To(matcher, append(description, fmt.Sprintf("nothing wakes winready any more after %d passes; its status: %q",
+				b.passes, getWR().Status.Message))...)
+			return
+		}
+		b.pass()
+	}
+	Fail(fmt.Sprintf("not reached after %d passes: %s", maxPasses, format(actual(), matcher)))
+}
+
+// rest runs passes until nothing wakes winready within horizon: it has
+// settled, and a spec may assert what did not change (Consistently, inline).
+func (b *inlineBed) rest(horizon time.Duration) {
+	GinkgoHelper()
+	until := b.clock.Now().Add(horizon)
+	for range maxPasses {
+		b.settle()
+		if !b.woken() && (b.result.RequeueAfter <= 0 || b.clock.Now().Add(b.result.RequeueAfter).After(until)) {
+			return
+		}
+		b.wake()
+		b.pass()
+	}
+	Fail(fmt.Sprintf("winready is still busy after %d passes: %q", maxPasses, getWR().Status.Message))
+}
+
+func format(actual any, matcher types.GomegaMatcher) string {
+	msg := matcher.FailureMessage(actual)
+	return msg
+}
+
+// eventLog records winready's Events: "<type> <reason> <note>".
+type eventLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *eventLog) Eventf(_ runtime.Object, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf("%s %s %s", eventtype, reason, fmt.Sprintf(note, args...)))
+}
+
+// count is how many Events begin with prefix ("<type> <reason>").
+func (l *eventLog) count(prefix string) int {
+	n := 0
+	for _, e := range l.all() {
+		if strings.HasPrefix(e, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *eventLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
+
+// inlineSpecs runs body's specs with the suite's simulator stopped: each
+// steps a simulator of its own (driveInline), and the suite's simulator is
+// started again after them.
+func inlineSpecs(text string, body func()) bool {
+	return Describe(text, Ordered, ContinueOnFailure, func() {
+		BeforeAll(stopSimulator)
+		AfterAll(startSimulator)
+		AfterEach(func() {
+			k8s = apiClient
+			resetCluster(nil)
+		})
+		body()
+	})
+}

@@ -1,0 +1,297 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// mirrorClient writes to the API server and reads from memory what the API
+// server answered: the inline specs keep the API server's validation,
+// defaulting and admission on every write, and read without a round trip,
+// with no cache to lag behind. It holds every object of the kinds it primed
+// (primeMirror); reads of other kinds go to the API server. Every client of
+// the inline world (winready's, the simulator's, the spec's) is this one, so
+// the memory never misses a write; a write the API server makes on its own
+// is not seen.
+type mirrorClient struct {
+	client.WithWatch // the API server
+
+	mem     client.WithWatch
+	tracker clienttesting.ObjectTracker
+
+	mu     sync.Mutex
+	primed map[schema.GroupVersionKind]bool
+	// changes counts the writes that changed an object (a new resource
+	// version): what would wake a watch.
+	changes int
+}
+
+// apiServerWrites are the kinds the API server writes on its own (quota
+// admission counts into a ResourceQuota's status), or that its own loops
+// keep writing: the mirror leaves them to the API server.
+var apiServerWrites = map[string]bool{"ResourceQuota": true, "Lease": true, "Event": true, "ComponentStatus": true}
+
+// newMirror returns a mirror of api. It reads each kind from the API server
+// the first time it is read, and from memory after that.
+func newMirror(api client.WithWatch) *mirrorClient {
+	sch := api.Scheme()
+	tracker := clienttesting.NewObjectTracker(sch, serializer.NewCodecFactory(sch).UniversalDecoder())
+	return &mirrorClient{WithWatch: api, tracker: tracker, primed: map[schema.GroupVersionKind]bool{},
+		mem: fake.NewClientBuilder().WithScheme(sch).WithRESTMapper(api.RESTMapper()).WithObjectTracker(tracker).WithReturnManagedFields().Build()}
+}
+
+// load lists a kind from the API server into memory; a kind it does not
+// serve stays unprimed.
+func (m *mirrorClient) load(ctx context.Context, listGVK, item schema.GroupVersionKind) error {
+	obj, err := m.Scheme().New(listGVK)
+	if err != nil {
+		return err
+	}
+	list, ok := obj.(client.ObjectList)
+	if !ok {
+		return nil
+	}
+	if err := m.WithWatch.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) || apierrors.IsForbidden(err) ||
+			apierrors.IsServiceUnavailable(err) {
+			return nil
+		}
+		return err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		o := it.(client.Object)
+		o.GetObjectKind().SetGroupVersionKind(item)
+		// Read, not written: no watch would see a change.
+		if _, err := m.store(o); err != nil {
+			return err
+		}
+	}
+	m.mu.Lock()
+	m.primed[item] = true
+	m.mu.Unlock()
+	return nil
+}
+
+// mirrored says whether memory answers reads of obj's kind, reading the
+// kind from the API server the first time.
+func (m *mirrorClient) mirrored(ctx context.Context, obj runtime.Object) (bool, error) {
+	gvk, err := apiutil.GVKForObject(obj, m.Scheme())
+	if err != nil {
+		return false, nil
+	}
+	item := gvk.GroupVersion().WithKind(strings.TrimSuffix(gvk.Kind, "List"))
+	if _, err := m.Scheme().New(item); err != nil || apiServerWrites[item.Kind] || item.Group == metav1.GroupName {
+		return false, nil
+	}
+	m.mu.Lock()
+	primed := m.primed[item]
+	m.mu.Unlock()
+	if primed {
+		return true, nil
+	}
+	if err := m.load(ctx, item.GroupVersion().WithKind(item.Kind+"List"), item); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.primed[item], nil
+}
+
+// resource names obj's kind and resource.
+func (m *mirrorClient) resource(obj runtime.Object) (schema.GroupVersionKind, schema.GroupVersionResource, error) {
+	gvk, err := apiutil.GVKForObject(obj, m.Scheme())
+	if err != nil {
+		return gvk, schema.GroupVersionResource{}, err
+	}
+	mapping, err := m.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return gvk, schema.GroupVersionResource{}, err
+	}
+	return gvk, mapping.Resource, nil
+}
+
+// put stores the API server's answer, and counts it when it is a change.
+func (m *mirrorClient) put(obj client.Object) error {
+	changed, err := m.store(obj)
+	m.count(changed)
+	return err
+}
+
+// store keeps obj in memory; it says whether that changed what memory held.
+func (m *mirrorClient) store(obj client.Object) (bool, error) {
+	gvk, gvr, err := m.resource(obj)
+	if err != nil {
+		return false, err
+	}
+	stored := obj.DeepCopyObject().(client.Object)
+	stored.GetObjectKind().SetGroupVersionKind(gvk)
+	old, err := m.tracker.Get(gvr, obj.GetNamespace(), obj.GetName())
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, m.tracker.Create(gvr, stored, obj.GetNamespace())
+	case err != nil:
+		return false, err
+	}
+	prev, err := meta.Accessor(old)
+	if err != nil {
+		return false, err
+	}
+	return prev.GetResourceVersion() != obj.GetResourceVersion(), m.tracker.Update(gvr, stored, obj.GetNamespace())
+}
+
+func (m *mirrorClient) count(changed bool) {
+	if changed {
+		m.mu.Lock()
+		m.changes++
+		m.mu.Unlock()
+	}
+}
+
+// Changes is the count of writes that changed an object so far.
+func (m *mirrorClient) Changes() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.changes
+}
+
+// forget drops an object the API server no longer has.
+func (m *mirrorClient) forget(obj client.Object) error {
+	_, gvr, err := m.resource(obj)
+	if err != nil {
+		return err
+	}
+	if err := m.tracker.Delete(gvr, obj.GetNamespace(), obj.GetName()); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	m.count(true)
+	return nil
+}
+
+// refresh reads obj back from the API server after a write that may have
+// removed it (a delete, whose answer a finalizer may delay).
+func (m *mirrorClient) refresh(ctx context.Context, obj client.Object) error {
+	fresh := obj.DeepCopyObject().(client.Object)
+	err := m.WithWatch.Get(ctx, client.ObjectKeyFromObject(obj), fresh)
+	switch {
+	case apierrors.IsNotFound(err):
+		return m.forget(obj)
+	case err != nil:
+		return err
+	}
+	return m.put(fresh)
+}
+
+func (m *mirrorClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if ok, err := m.mirrored(ctx, obj); err != nil || !ok {
+		return errors.Join(err, m.WithWatch.Get(ctx, key, obj, opts...))
+	}
+	return m.mem.Get(ctx, key, obj, opts...)
+}
+
+func (m *mirrorClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if ok, err := m.mirrored(ctx, list); err != nil || !ok {
+		return errors.Join(err, m.WithWatch.List(ctx, list, opts...))
+	}
+	o := (&client.ListOptions{}).ApplyOptions(opts)
+	if o.FieldSelector != nil && !o.FieldSelector.Empty() {
+		// Memory has no field index: the API server answers.
+		return m.WithWatch.List(ctx, list, opts...)
+	}
+	return m.mem.List(ctx, list, opts...)
+}
+
+func (m *mirrorClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := m.WithWatch.Create(ctx, obj, opts...); err != nil {
+		return err
+	}
+	return m.put(obj)
+}
+
+func (m *mirrorClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := m.WithWatch.Update(ctx, obj, opts...); err != nil {
+		return err
+	}
+	return m.put(obj)
+}
+
+func (m *mirrorClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := m.WithWatch.Patch(ctx, obj, patch, opts...); err != nil {
+		return err
+	}
+	return m.put(obj)
+}
+
+func (m *mirrorClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if err := m.WithWatch.Delete(ctx, obj, opts...); err != nil {
+		return err
+	}
+	return m.refresh(ctx, obj)
+}
+
+func (m *mirrorClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	if err := m.WithWatch.DeleteAllOf(ctx, obj, opts...); err != nil {
+		return err
+	}
+	gvk, gvr, err := m.resource(obj)
+	if err != nil {
+		return err
+	}
+	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	// Drop the kind and read it again.
+	existing, err := m.tracker.List(gvr, gvk, "")
+	if err != nil {
+		return err
+	}
+	items, err := meta.ExtractList(existing)
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		if err := m.forget(it.(client.Object)); err != nil {
+			return err
+		}
+	}
+	return m.load(ctx, listGVK, gvk)
+}
+
+func (m *mirrorClient) Status() client.SubResourceWriter { return m.SubResource("status") }
+
+func (m *mirrorClient) SubResource(sub string) client.SubResourceClient {
+	return &mirrorSubResource{SubResourceClient: m.WithWatch.SubResource(sub), m: m}
+}
+
+type mirrorSubResource struct {
+	client.SubResourceClient
+	m *mirrorClient
+}
+
+func (s *mirrorSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if err := s.SubResourceClient.Update(ctx, obj, opts...); err != nil {
+		return err
+	}
+	return s.m.put(obj)
+}
+
+func (s *mirrorSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if err := s.SubResourceClient.Patch(ctx, obj, patch, opts...); err != nil {
+		return err
+	}
+	return s.m.put(obj)
+}
