@@ -62,7 +62,11 @@ func driveInline(cl calicosim.Cluster) *inlineBed {
 	// The spec's own reads and writes go through the mirror too.
 	k8s = c
 	b := &inlineBed{clock: clocktesting.NewFakeClock(time.Now()), events: &eventLog{}, c: c}
+	// No pacing: what the specs here assert follows from the order of the
+	// writes, which the rollout's and the status's delays do not change.
 	b.calico = calicosim.NewInline(c, b.clock, calicosim.Options{RolloutStep: -1, StatusLag: -1}, probeNamespace)
+	// The suite's helpers (sim.InjectFault, agents.Block, ...) act on this
+	// spec's simulator; the next startSimulator sets them back.
 	sim, agents = b.calico.Sim, b.calico.Agents
 	b.r = controllers.NewReconciler(controllers.Deps{Client: c, APIReader: c,
 		Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Recorder: b.events}, scheme,
