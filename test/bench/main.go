@@ -11,7 +11,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +42,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/rollout"
+	"github.com/winready/winready/test/auditlog"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -392,7 +391,7 @@ func runRunbook(ctx context.Context, cfg config, b bench) error {
 func runWinready(ctx context.Context, b bench, op *winready, r *result) error {
 	// Absent until the first reconcile: zero.
 	reconcilesBefore, _ := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
-	mark, err := fileSize(b.auditLog)
+	mark, err := auditlog.Size(b.auditLog)
 	if err != nil {
 		return err
 	}
@@ -448,14 +447,14 @@ func waitReadyOrStalled(w watch.Interface) (stalled string, err error) {
 // readCosts reads winready's requests from the audit log from mark on, and
 // its memory.
 func readCosts(b bench, op *winready, mark int64, r *result) error {
-	events, err := readAudit(b.auditLog, mark)
+	events, err := auditlog.Read(b.auditLog, mark, 0)
 	if err != nil {
 		return err
 	}
 	r.requests = requestsBy(events, "winready")
 	lat := eventToPatch(events)
 	r.latencies = len(lat)
-	r.p50, r.p95 = percentile(lat, 50), percentile(lat, 95)
+	r.p50, r.p95 = auditlog.Percentile(lat, 50), auditlog.Percentile(lat, 95)
 	heap, err := op.metric("go_memstats_heap_inuse_bytes", "")
 	if err != nil {
 		return err
@@ -469,14 +468,14 @@ func readCosts(b bench, op *winready, mark int64, r *result) error {
 // Ready, once the last status lag has passed.
 func measureQuiet(cfg config, b bench, op *winready, r *result) error {
 	time.Sleep(2*time.Second + 5*cfg.statusLag) // a settling window, not a wait for a condition
-	mark, err := fileSize(b.auditLog)
+	mark, err := auditlog.Size(b.auditLog)
 	if err != nil {
 		return err
 	}
 	before, _ := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
 	time.Sleep(cfg.quiet) // a measurement window, not a wait for a condition
 	after, _ := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
-	events, err := readAudit(b.auditLog, mark)
+	events, err := auditlog.Read(b.auditLog, mark, 0)
 	if err != nil {
 		return err
 	}
@@ -585,55 +584,7 @@ func rssMiB(pid int) (float64, error) {
 	return 0, errors.New("no VmRSS")
 }
 
-type auditEvent struct {
-	Verb string `json:"verb"`
-	User struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	RequestURI string `json:"requestURI"`
-	ObjectRef  struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"responseStatus"`
-	RequestObject json.RawMessage  `json:"requestObject"`
-	Received      metav1.MicroTime `json:"requestReceivedTimestamp"`
-	Done          metav1.MicroTime `json:"stageTimestamp"`
-}
-
-func fileSize(path string) (int64, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
-}
-
-func readAudit(path string, from int64) ([]auditEvent, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(from, io.SeekStart); err != nil {
-		return nil, err
-	}
-	var events []auditEvent
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev auditEvent
-		if json.Unmarshal(sc.Bytes(), &ev) == nil {
-			events = append(events, ev)
-		}
-	}
-	return events, sc.Err()
-}
+type auditEvent = auditlog.Event
 
 func requestsBy(events []auditEvent, user string) map[string]int {
 	counts := map[string]int{}
@@ -686,15 +637,6 @@ func calicoResource(ev *auditEvent) bool {
 		return ev.ObjectRef.Namespace == "tigera-operator"
 	}
 	return false
-}
-
-func percentile(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[min(len(s)-1, (len(s)*p+99)/100-1)]
 }
 
 // realPace is the per-node time of a real cluster's calico-node rollout at

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/test/auditlog"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -134,7 +135,7 @@ func measureRoundsWith(ctx context.Context, cfg config, b bench, f *fleet, nodes
 		return nil, err
 	}
 	defer op.stop()
-	mark, err := fileSize(b.auditLog)
+	mark, err := auditlog.Size(b.auditLog)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +163,7 @@ func measureRoundsWith(ctx context.Context, cfg config, b bench, f *fleet, nodes
 	if err != nil {
 		return nil, err
 	}
-	events, err := readAudit(b.auditLog, mark)
+	events, err := auditlog.Read(b.auditLog, mark, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -1,69 +1,32 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/winready/winready/test/auditlog"
 )
 
 // auditEvent is what the timing scenario reads of an audit log line.
-type auditEvent struct {
-	Verb string `json:"verb"`
-	User struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	UserAgent string `json:"userAgent"`
-	ObjectRef struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	Received metav1.MicroTime `json:"requestReceivedTimestamp"`
-	Done     metav1.MicroTime `json:"stageTimestamp"`
-}
+type auditEvent = auditlog.Event
 
 // auditSize marks where the audit log is now: readAudit reads from there.
 func auditSize(b *realBackend) int64 {
-	st, err := os.Stat(b.auditLog())
+	size, err := auditlog.Size(b.auditLog())
 	Expect(err).NotTo(HaveOccurred())
-	return st.Size()
+	return size
 }
 
 // readAudit reads the accepted writes the audit log recorded between two
 // marks (to 0: up to its end).
 func readAudit(b *realBackend, from, to int64) []auditEvent {
-	f, err := os.Open(b.auditLog())
+	all, err := auditlog.Read(b.auditLog(), from, to)
 	Expect(err).NotTo(HaveOccurred())
-	defer f.Close()
-	_, err = f.Seek(from, io.SeekStart)
-	Expect(err).NotTo(HaveOccurred())
-	var r io.Reader = f
-	if to > 0 {
-		r = io.LimitReader(f, to-from)
-	}
-	var events []auditEvent
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var ev auditEvent
-		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.ResponseStatus.Code < 300 {
-			events = append(events, ev)
-		}
-	}
-	Expect(sc.Err()).NotTo(HaveOccurred())
-	return events
+	return slices.DeleteFunc(all, func(ev auditEvent) bool { return ev.ResponseStatus.Code >= 300 })
 }
 
 // operatorNamespace is where winready runs.
@@ -157,13 +120,9 @@ func eventToWrite(events []auditEvent) []gap {
 	return gaps
 }
 
+// percentile is auditlog's, to the millisecond.
 func percentile(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[min(len(s)-1, (len(s)*p+99)/100-1)].Round(time.Millisecond)
+	return auditlog.Percentile(d, p).Round(time.Millisecond)
 }
 
 func splitComma(s string) []string {
