@@ -134,7 +134,7 @@ func reconcileUntil[T any](b *inlineBed, actual func() T, matcher types.GomegaMa
 		}
 		b.pass()
 	}
-	Fail(fmt.Sprintf("not reached after %d passes: %s", maxPasses, format(actual(), matcher)))
+	Fail(fmt.Sprintf("not reached after %d passes: %s", maxPasses, matcher.FailureMessage(actual())))
 }
 
 // rest runs passes until nothing wakes winready within horizon: it has
@@ -151,11 +151,6 @@ func (b *inlineBed) rest(horizon time.Duration) {
 		b.pass()
 	}
 	Fail(fmt.Sprintf("winready is still busy after %d passes: %q", maxPasses, getWR().Status.Message))
-}
-
-func format(actual any, matcher types.GomegaMatcher) string {
-	msg := matcher.FailureMessage(actual)
-	return msg
 }
 
 // eventLog records winready's Events: "<type> <reason> <note>".

@@ -26,8 +26,7 @@ type Inline struct {
 	Agents *ProbeAgents
 	Clock  *clocktesting.FakeClock
 
-	// Client is c, counting the simulated controllers' writes: a Step that wrote woke something.
-	Client client.Client
+	// writes counts the simulated controllers' writes that changed an object.
 	writes atomic.Int64
 	steps  []inlineController
 }
@@ -44,20 +43,21 @@ type inlineController struct {
 // the API server: there is no cache), paced by clock.
 func NewInline(c client.WithWatch, clock *clocktesting.FakeClock, opts Options, probeNamespace string) *Inline {
 	in := &Inline{Clock: clock}
-	in.Client = interceptor.NewClient(c, in.countWrites())
+	// c, counting the writes: a Step that wrote woke something.
+	cl := interceptor.NewClient(c, in.countWrites())
 	opts.Clock = clock
 	sim := New(opts)
-	sim.client, sim.reader = in.Client, in.Client
+	sim.client, sim.reader = cl, cl
 	sim.podChecks = NewPodChecks(probeNamespace)
-	sim.podChecks.client, sim.podChecks.reader = in.Client, in.Client
+	sim.podChecks.client, sim.podChecks.reader = cl, cl
 	agents := NewProbeAgents(probeNamespace)
-	agents.client, agents.reader = in.Client, in.Client
+	agents.client, agents.reader = cl, cl
 	quotas := NewResourceQuotas(probeNamespace)
-	quotas.client, quotas.reader = in.Client, in.Client
+	quotas.client, quotas.reader = cl, cl
 	in.Sim, in.Agents = sim, agents
 
-	rollouts := &rolloutController{sim: sim, client: in.Client, lastStep: map[types.UID]rolloutClock{}}
-	windowsNodes := &windowsNodeAgent{sim: sim, client: in.Client}
+	rollouts := &rolloutController{sim: sim, client: cl, lastStep: map[types.UID]rolloutClock{}}
+	windowsNodes := &windowsNodeAgent{sim: sim, client: cl}
 	one := func(name string) func(context.Context) []reconcile.Request {
 		return func(context.Context) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
