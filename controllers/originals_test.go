@@ -395,15 +395,26 @@ var _ = Describe("The probe round", func() {
 					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name",
 						Operator: metav1.LabelSelectorOpIn, Values: []string{operatorNamespace, probeNamespace}}}}},
 				ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}
-		for _, obj := range []client.Object{policy, binding} {
-			Expect(k8s.Create(ctx, obj)).To(Succeed())
-			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
-		}
 		probe := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "policy-check"},
 			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}},
 					Spec: corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}}}
-		Eventually(func() error { return k8s.Create(ctx, probe, client.DryRunAll) }).Should(MatchError(ContainSubstring("hostNetwork pods are not allowed")))
+		refusal := func() string {
+			if err := k8s.Create(ctx, probe, client.DryRunAll); err != nil {
+				return err.Error()
+			}
+			return ""
+		}
+		// Registered first, so run last: the next spec starts only once the
+		// API server has forgotten the policy, which it learns from a watch.
+		DeferCleanup(func() {
+			Eventually(refusal).ShouldNot(ContainSubstring("hostNetwork pods are not allowed"), "the API server forgets the policy")
+		})
+		for _, obj := range []client.Object{policy, binding} {
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
+		}
+		Eventually(refusal).Should(ContainSubstring("hostNetwork pods are not allowed"))
 
 		createWR()
 		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
