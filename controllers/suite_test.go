@@ -8,6 +8,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -114,6 +118,15 @@ func startSimulator() {
 		defer close(done)
 		Expect(simMgr.Start(ctx)).To(Succeed())
 	}()
+	// Every kind the simulator watches, synced before a spec runs: a change
+	// made before its controllers first see an object is taken for the
+	// object's starting state (a calico-node template rolled out uncounted).
+	for _, obj := range []client.Object{&operatorv1.Installation{}, &operatorv1.ImageSet{}, &corev1.ConfigMap{}, &corev1.Service{},
+		&corev1.Pod{}, &corev1.Node{}, &corev1.ResourceQuota{}, &appsv1.DaemonSet{}, &calicov3.IPPool{},
+		&calicov3.FelixConfiguration{}, &calicov3.IPAMConfiguration{}} {
+		_, err := simMgr.GetCache().GetInformer(ctx, obj)
+		Expect(err).NotTo(HaveOccurred())
+	}
 }
 
 // stopSimulator stops the background simulator and waits until it has
