@@ -3,16 +3,21 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/internal/phase"
 )
 
@@ -81,17 +86,18 @@ type holdRelease struct{ *Reconciler }
 
 func (r holdRelease) reconcile(ctx context.Context, s *scope) Outcome {
 	since, marked := calico.HeldSince(s.inst)
-	if !marked && s.wr.Status.Originals == nil {
-		// A hold comes after the originals are recorded, and its mark goes
-		// only after the annotation: nothing to look for.
-		return done()
-	}
 	ds, err := calico.ReadDaemonSet(ctx, r.Client, calico.NodeDaemonSet)
 	if err != nil {
 		return failed(err)
 	}
-	if !marked && !calico.Ignored(ds) {
-		return done()
+	if !calico.Ignored(ds) {
+		metrics.RecordCalicoNodeIgnored(false, false)
+		meta.RemoveStatusCondition(&s.wr.Status.Conditions, conditions.CalicoNodeManaged)
+		if !marked {
+			return done()
+		}
+	} else if o := r.ignoredBy(ctx, s, marked); !o.Done() {
+		return o
 	}
 	if marked {
 		read, why, err := r.operatorRead(ctx, s.inst)
@@ -126,6 +132,39 @@ func (r holdRelease) reconcile(ctx context.Context, s *scope) Outcome {
 	return done()
 }
 
+// ignoredBy looks at who set calico-node's ignore annotation. winready's own
+// is its hold: kept while the Installation carries the hold's mark, and
+// otherwise left over (a write of the mark that failed, a manager that
+// stopped midway, or winready's token used by someone else) and removed by
+// the caller. Anyone else's is named in the status and the metric, and left:
+// a person may hold calico-node on purpose, and only they know until when.
+func (r holdRelease) ignoredBy(ctx context.Context, s *scope, marked bool) Outcome {
+	// The cache keeps no managedFields: who set the annotation is read live.
+	live, err := calico.ReadDaemonSet(ctx, r.APIReader, calico.NodeDaemonSet)
+	if err != nil {
+		return failed(err)
+	}
+	if live == nil || !calico.Ignored(live) {
+		return done()
+	}
+	by := calico.IgnoredBy(live)
+	ours := slices.Contains(by, FieldOwner)
+	metrics.RecordCalicoNodeIgnored(true, ours)
+	if ours {
+		meta.RemoveStatusCondition(&s.wr.Status.Conditions, conditions.CalicoNodeManaged)
+		return done()
+	}
+	who := "a field manager that is not winready"
+	if len(by) > 0 {
+		who = "field manager " + strings.Join(by, ", ")
+	}
+	s.set(conditions.CalicoNodeManaged, metav1.ConditionFalse, conditions.ReasonCalicoNodeIgnored, fmt.Sprintf(
+		"calico-node carries %s: \"true\", set by %s: the Tigera operator renders nothing into it, so no change of the "+
+			"migration (nor a Calico upgrade) reaches the nodes; remove it with kubectl annotate daemonset -n %s %s %s- "+
+			"once whoever set it is done", calico.IgnoreAnnotation, who, calico.SystemNamespace, calico.NodeDaemonSet, calico.IgnoreAnnotation))
+	return done()
+}
+
 // releaseNode removes calico-node's ignore annotation when winready set it:
 // its field manager wrote it, and the originals do not record it as there
 // before the migration.
@@ -150,12 +189,33 @@ func (r *Reconciler) releaseOrphanedHold(ctx context.Context) error {
 	if err := r.releaseNode(ctx, nil); err != nil {
 		return err
 	}
+	if err := r.recordIgnored(ctx); err != nil {
+		return err
+	}
 	if _, marked := calico.HeldSince(inst); !marked {
 		return nil
 	}
 	if err := calico.Apply(ctx, r.Client, &calico.Cluster{Installation: inst}, calico.ReleaseChange(inst)); err != nil {
 		return fmt.Errorf("unmarking the hold of calico-node: %w", err)
 	}
+	return nil
+}
+
+// recordIgnored sets the metric of calico-node's ignore annotation when no
+// WindowsReadiness is there to show it in its status.
+func (r *Reconciler) recordIgnored(ctx context.Context) error {
+	ds, err := calico.ReadDaemonSet(ctx, r.Client, calico.NodeDaemonSet)
+	if err != nil || !calico.Ignored(ds) {
+		metrics.RecordCalicoNodeIgnored(false, false)
+		return err
+	}
+	// The cache keeps no managedFields: who set the annotation is read live.
+	live, err := calico.ReadDaemonSet(ctx, r.APIReader, calico.NodeDaemonSet)
+	if err != nil {
+		return err
+	}
+	ignored := live != nil && calico.Ignored(live)
+	metrics.RecordCalicoNodeIgnored(ignored, ignored && calico.HeldBy(live, FieldOwner))
 	return nil
 }
 

@@ -4,6 +4,9 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -116,6 +119,43 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 		deleteWR()
 		Eventually(ignored).Should(BeFalse())
 		Eventually(marked).Should(BeFalse())
+	})
+
+	// annotate sets calico-node's ignore annotation as field manager owner.
+	annotate := func(owner string) {
+		ds := calicoNode()
+		Expect(k8s.Patch(ctx, ds, client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"`+calico.IgnoreAnnotation+`":"true"}}}`)), client.FieldOwner(owner))).To(Succeed())
+	}
+
+	It("removes an ignore annotation its own field manager set with no hold of its own under way", func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		annotate(controllers.FieldOwner)
+		poke("test/poke", "1")
+		Eventually(ignored).Should(BeFalse(), "no hold is marked on the Installation: the annotation outlives nothing")
+		Expect(meta.FindStatusCondition(getWR().Status.Conditions, conditions.CalicoNodeManaged)).To(BeNil())
+	})
+
+	It("names an ignore annotation someone else set in the status, and leaves it to them", func() {
+		seed(calicosim.MainCluster())
+		op = startOperator(nil, nil)
+		createWR()
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		annotate("kubectl-annotate")
+		poke("test/poke", "1")
+		Eventually(condition(conditions.CalicoNodeManaged)).Should(And(HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", conditions.ReasonCalicoNodeIgnored), HaveField("Message", ContainSubstring("kubectl-annotate"))))
+		Consistently(ignored).Should(BeTrue(), "a person's hold is theirs to lift")
+		ds := calicoNode()
+		Expect(k8s.Patch(ctx, ds, client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"`+calico.IgnoreAnnotation+`":null}}}`)))).To(Succeed())
+		poke("test/poke", "2")
+		Eventually(func() *metav1.Condition {
+			return meta.FindStatusCondition(getWR().Status.Conditions, conditions.CalicoNodeManaged)
+		}).Should(BeNil(), "gone once lifted")
 	})
 
 	It("rolls back the same way: once, each node replaced once, through the hold", func() {

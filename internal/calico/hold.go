@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,16 +122,23 @@ func patchDaemonSet(ctx context.Context, c client.Client, ds *appsv1.DaemonSet, 
 // HeldBy reports whether manager's managedFields own calico-node's
 // IgnoreAnnotation: the annotation is the one manager wrote, not a person's.
 func HeldBy(ds *appsv1.DaemonSet, manager string) bool {
+	return slices.Contains(IgnoredBy(ds), manager)
+}
+
+// IgnoredBy lists the field managers that own calico-node's
+// IgnoreAnnotation, in the order of its managedFields.
+func IgnoredBy(ds *appsv1.DaemonSet) []string {
+	var out []string
 	for _, e := range ds.ManagedFields {
-		if e.Manager != manager || e.FieldsV1 == nil {
+		if e.FieldsV1 == nil || slices.Contains(out, e.Manager) {
 			continue
 		}
 		var fields map[string]any
 		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields) == nil && Owns(fields, "/metadata/annotations/"+escapePointer(IgnoreAnnotation)) {
-			return true
+			out = append(out, e.Manager)
 		}
 	}
-	return false
+	return out
 }
 
 // TyphaDeployment is the Deployment the Tigera operator renders for Typha

@@ -89,6 +89,15 @@ const (
 	ReasonRevertingStep = "RevertingStep"
 )
 
+// CalicoNodeManaged is False while calico-node carries the Tigera
+// operator's ignore annotation set by someone other than winready: nothing
+// the migration changes (nor a Calico upgrade) reaches the nodes then. It is
+// absent while the operator manages calico-node or winready's own hold is on.
+const (
+	CalicoNodeManaged       = "CalicoNodeManaged"
+	ReasonCalicoNodeIgnored = "CalicoNodeIgnored"
+)
+
 // WindowsNodesHealthy sums up, once the cluster is Ready, how the Windows
 // nodes join; its reasons follow.
 const (
@@ -153,7 +162,7 @@ var catalogue = map[string]Effect{
 	ReasonStepStarted: Informs, ReasonStepFinished: Informs, ReasonValueReverted: Informs, ReasonOriginalsWritten: Informs,
 	ReasonNetworkProbeStarted: Informs, ReasonNetworkProbeStopped: Informs, ReasonNetworkProbePassed: Informs,
 	ReasonNetworkProbeSkipped: Informs, ReasonPodNetworkCheckStarted: Informs, ReasonPodNetworkCheckStopped: Informs,
-	ReasonPodNetworkChecked: Informs, ReasonCalicoNodeReleased: Informs, ReasonRolloutSpeedRestored: Informs,
+	ReasonPodNetworkChecked: Informs, ReasonCalicoNodeReleased: Informs, ReasonCalicoNodeIgnored: Informs, ReasonRolloutSpeedRestored: Informs,
 	ReasonPreflightPassed: Informs, ReasonPreflightWarnings: Informs, ReasonCalicoHealthy: Informs,
 	ReasonNoWindowsNodes: Informs, ReasonAddress: Informs, ReasonHostname: Informs,
 	ReasonOriginalsMismatch: Informs, ReasonRecorded: Informs, ReasonRestoredRecord: Informs,

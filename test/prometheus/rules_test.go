@@ -106,6 +106,11 @@ winready_phase{phase="Ready"} 1x40`, 30, false},
 		{"WinreadyWindowsNodeOverdue", "a node overdue", `winready_windows_nodes{state="Overdue"} 0x5 2x5`, 8, true},
 		{"WinreadyWindowsNodeOverdue", "none overdue", `winready_windows_nodes{state="Overdue"} 0x5 2x5
 winready_windows_nodes{state="Joining"} 3x10`, 3, false},
+
+		{"WinreadyCalicoNodeIgnored", "held by someone else for eleven minutes", `winready_calico_node_ignored{set_by="other"} 1x20
+winready_calico_node_ignored{set_by="winready"} 0x20`, 11, true},
+		{"WinreadyCalicoNodeIgnored", "winready's hold of a few minutes", `winready_calico_node_ignored{set_by="winready"} 0x2 1x3 0x10`, 12, false},
+		{"WinreadyCalicoNodeIgnored", "not ignored", `winready_calico_node_ignored{set_by="other"} 0x20`, 15, false},
 	} {
 		t.Run(tc.alert+"/"+tc.name, func(t *testing.T) {
 			r, ok := all[tc.alert]
