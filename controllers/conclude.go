@@ -30,6 +30,15 @@ import (
 func (r *Reconciler) conclude(ctx context.Context, s *scope, o Outcome) (ctrl.Result, error) {
 	defer r.recordEvents(s)
 	if o.Err != nil {
+		if lostRace(o.Err) {
+			// Someone wrote the object between this pass's read and its
+			// write: nothing is wrong, and the next pass reads it anew. It
+			// goes back to the queue past the rate limiter, which forgets it,
+			// so a lost race is never counted towards a refusal or shown as
+			// an error; the status keeps what the pass found.
+			log.FromContext(ctx).V(1).Info("lost a race for an object, trying again", "error", o.Err.Error())
+			return ctrl.Result{RequeueAfter: lostRaceRetry}, nil
+		}
 		return r.concludeError(ctx, s, o.Err)
 	}
 	if o.Done() {
@@ -205,6 +214,17 @@ func (r *Reconciler) concludeError(ctx context.Context, s *scope, err error) (ct
 	setSummary(s, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, reason, bounded(msg))
 	log.FromContext(ctx).Info("reconcile failed, retrying", "error", err.Error(), "after", after)
 	return ctrl.Result{}, err
+}
+
+// lostRaceRetry is how soon a pass that lost a race runs again: at once,
+// give or take the moment the cache needs to show the write that won.
+const lostRaceRetry = 10 * time.Millisecond
+
+// lostRace says whether err is a write that lost to another writer: a guard
+// of an Installation or calico-node patch that no longer held (which the API
+// server answers 422 Invalid), or an optimistic lock's 409 Conflict.
+func lostRace(err error) bool {
+	return errors.Is(err, calico.ErrGuardFailed) || apierrors.IsConflict(err)
 }
 
 // permanent says whether the API server refused a request in a way that

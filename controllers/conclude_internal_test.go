@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 )
 
@@ -176,5 +178,22 @@ func TestSequenceStopsAtTheFirstOutcomeNotDone(t *testing.T) {
 	}
 	if o.Reason != conditions.ReasonProgressing || o.After != 5*time.Second {
 		t.Errorf("outcome %+v: want the probe's, looking again at the hold's earlier time", o)
+	}
+}
+
+func TestALostRaceIsRequeuedAtOnceNeverRefusedNorReported(t *testing.T) {
+	guard := fmt.Errorf("step BGP: %w", fmt.Errorf("%w: %w", calico.ErrGuardFailed,
+		apierrors.NewInvalid(schema.GroupKind{Group: "operator.tigera.io", Kind: "Installation"}, "default", nil)))
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "daemonsets"}, "calico-node", errors.New("modified"))
+	for _, err := range []error{guard, conflict} {
+		for failures := range permanentAfter + 1 {
+			c := conclusion(t, failed(err), failures)
+			if c.err != nil || c.result.RequeueAfter != lostRaceRetry {
+				t.Errorf("%v after %d failures: %v, %v; want a requeue at once and no error", err, failures, c.result, c.err)
+			}
+			if got := c.summary(); got != "--- " {
+				t.Errorf("%v after %d failures: summary %s, want the status untouched", err, failures, got)
+			}
+		}
 	}
 }

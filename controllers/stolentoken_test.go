@@ -99,6 +99,11 @@ var _ = Describe("A stolen manager token", func() {
 			To(MatchError(ContainSubstring("winready-manager-installation-spec")), "a count the spec does not ask for")
 		Expect(k8s.Patch(ctx, inst, client.RawPatch(types.JSONPatchType, []byte(speed(`"10%"`))))).To(Succeed())
 		Expect(managerPatch(inst, types.JSONPatchType, speed(`1`))).To(Succeed(), "back from the spec's speed")
+		Expect(k8s.Patch(ctx, inst, client.RawPatch(types.JSONPatchType, []byte(speed(`1`))))).To(Succeed())
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(func() error { return managerPatch(inst, types.JSONPatchType, speed(`"10%"`)) }).
+			Should(Succeed(), "a rollback rolls out at the spec's speed too")
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionMigrate })
 
 		refused := map[string]string{
 			"the update type":              `[{"op":"replace","path":"/spec/nodeUpdateStrategy/type","value":"OnDelete"}]`,

@@ -2,6 +2,7 @@ package calico
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"testing"
@@ -42,6 +43,15 @@ func TestGuardFailureFromAPIServer(t *testing.T) {
 	err = c.Patch(ctx, cm, failing)
 	if err == nil || !errors.Is(classifyPatchError(err), ErrGuardFailed) {
 		t.Errorf("a failed test operation is not a guard failure: %v", err)
+	}
+	absent, _ := json.Marshal([]PatchOp{TestAbsent("/metadata/annotations"),
+		{Op: "add", Path: "/metadata/annotations", Value: map[string]string{"a": "b"}}})
+	if err := c.Patch(ctx, cm, client.RawPatch(types.JSONPatchType, absent)); err != nil {
+		t.Errorf("a test of an absent member does not hold where it is absent: %v", err)
+	}
+	err = c.Patch(ctx, cm, client.RawPatch(types.JSONPatchType, absent))
+	if err == nil || !errors.Is(classifyPatchError(err), ErrGuardFailed) {
+		t.Errorf("a test of an absent member holds where it is present: %v", err)
 	}
 	invalid := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"add","path":"/data/test-key!","value":"w"}]`))
 	err = c.Patch(ctx, cm, invalid)

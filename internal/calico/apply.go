@@ -36,8 +36,9 @@ func Apply(ctx context.Context, c client.Client, cl *Cluster, changes []Change) 
 
 // InstallationPatch is the guarded JSON patch that makes the changes of the
 // Installation: each replaced or removed value is tested first, an added
-// field or an opaque structure is guarded by the resourceVersion, and a
-// pool's index by the CIDR found at it.
+// field or an opaque structure is guarded by the generation (a new
+// annotations map by a test that there is none), and a pool's index by the
+// CIDR found at it.
 func InstallationPatch(inst *operatorv1.Installation, changes []Change) *Patch {
 	p := &Patch{}
 	for _, ch := range changes {
@@ -54,8 +55,8 @@ func InstallationPatch(inst *operatorv1.Installation, changes []Change) *Patch {
 	}
 	for _, ch := range changes {
 		if strings.HasPrefix(ch.Pointer, "/metadata/annotations/") && ch.New.Present && inst.Annotations == nil {
-			p.versioned = true
-			p.ops = append(p.ops, PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]any{}})
+			p.ops = append(p.ops, TestAbsent("/metadata/annotations"),
+				PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]any{}})
 			break
 		}
 	}

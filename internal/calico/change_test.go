@@ -77,13 +77,20 @@ func TestChangeField(t *testing.T) {
 }
 
 // ops renders a patch as the JSON sent, for comparison.
-func ops(t *testing.T, p *Patch, rv string) string {
+func ops(t *testing.T, p *Patch, inst *operatorv1.Installation) string {
 	t.Helper()
-	b, err := json.Marshal(p.Ops(rv))
+	b, err := json.Marshal(p.Ops(inst))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// read is inst as read at resourceVersion 7, generation 3.
+func read(inst *operatorv1.Installation) *operatorv1.Installation {
+	out := inst.DeepCopy()
+	out.ResourceVersion, out.Generation = "7", 3
+	return out
 }
 
 func TestInstallationPatch(t *testing.T) {
@@ -101,21 +108,21 @@ func TestInstallationPatch(t *testing.T) {
 		changes: []Change{{Pointer: PathBGP, Old: Of("Enabled"), New: Of("Disabled")}},
 		want:    `[{"op":"test","path":"/spec/calicoNetwork/bgp","value":"Enabled"},{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`,
 	}, {
-		name:    "an absent field is added under the resourceVersion guard",
+		name:    "an absent field is added under the generation guard, which status and metadata writes never move",
 		inst:    withNetwork,
 		changes: []Change{{Pointer: PathBGP, New: Of("Disabled")}},
-		want:    `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"add","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`,
+		want:    `[{"op":"test","path":"/metadata/generation","value":3},{"op":"add","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`,
 	}, {
 		name:    "a missing calicoNetwork is added first",
 		inst:    bare,
 		changes: []Change{{Pointer: PathWindowsDataplane, New: Of("HNS")}},
-		want: `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"add","path":"/spec/calicoNetwork","value":{}},` +
+		want: `[{"op":"test","path":"/metadata/generation","value":3},{"op":"add","path":"/spec/calicoNetwork","value":{}},` +
 			`{"op":"add","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"}]`,
 	}, {
 		name:    "a missing rolling update is added first, keeping the strategy's type",
 		inst:    &operatorv1.Installation{Spec: operatorv1.InstallationSpec{NodeUpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType}}},
 		changes: []Change{{Pointer: PathNodeMaxUnavailable, New: Of(int64(5))}},
-		want: `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},` +
+		want: `[{"op":"test","path":"/metadata/generation","value":3},` +
 			`{"op":"add","path":"/spec/nodeUpdateStrategy","value":{"rollingUpdate":{},"type":"RollingUpdate"}},` +
 			`{"op":"add","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":5}]`,
 	}, {
@@ -130,15 +137,22 @@ func TestInstallationPatch(t *testing.T) {
 		changes: []Change{{Pointer: PathServiceCIDRs, Old: Of([]string{"10.96.0.0/12"})}},
 		want:    `[{"op":"test","path":"/spec/serviceCIDRs","value":["10.96.0.0/12"]},{"op":"remove","path":"/spec/serviceCIDRs"}]`,
 	}, {
-		name:    "an opaque structure is removed under the resourceVersion guard",
+		name:    "an opaque structure is removed under the generation guard",
 		inst:    bare,
 		changes: []Change{{Pointer: PathWindowsNodes, Old: Value{Present: true, Opaque: true}}},
-		want:    `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"remove","path":"/spec/windowsNodes"}]`,
+		want:    `[{"op":"test","path":"/metadata/generation","value":3},{"op":"remove","path":"/spec/windowsNodes"}]`,
 	}, {
-		name:    "the hold's mark goes into an Installation without annotations under the resourceVersion guard",
+		name:    "the hold's mark goes into an Installation without annotations, tested absent first",
 		inst:    withNetwork,
 		changes: []Change{HoldChange(withNetwork, time.Date(2026, 12, 3, 13, 0, 0, 0, time.UTC))},
-		want: `[{"op":"test","path":"/metadata/resourceVersion","value":"7"},{"op":"add","path":"/metadata/annotations","value":{}},` +
+		want: `[{"op":"test","path":"/metadata/annotations"},{"op":"add","path":"/metadata/annotations","value":{}},` +
+			`{"op":"add","path":"/metadata/annotations/winready.io~1calico-node-held","value":"2026-12-03T13:00:00Z"}]`,
+	}, {
+		name: "the hold's mark goes into existing annotations with the held changes under the generation guard",
+		inst: &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"example.com/x": "y"}},
+			Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{}}},
+		changes: []Change{{Pointer: PathBGP, New: Of("Disabled")}, HoldChange(withNetwork, time.Date(2026, 12, 3, 13, 0, 0, 0, time.UTC))},
+		want: `[{"op":"test","path":"/metadata/generation","value":3},{"op":"add","path":"/spec/calicoNetwork/bgp","value":"Disabled"},` +
 			`{"op":"add","path":"/metadata/annotations/winready.io~1calico-node-held","value":"2026-12-03T13:00:00Z"}]`,
 	}, {
 		name:    "the hold's mark comes off tested by its value",
@@ -156,7 +170,7 @@ func TestInstallationPatch(t *testing.T) {
 			`{"op":"replace","path":"/spec/calicoNetwork/ipPools/2/encapsulation","value":"VXLAN"}]`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ops(t, InstallationPatch(tc.inst, tc.changes), "7"); got != tc.want {
+			if got := ops(t, InstallationPatch(tc.inst, tc.changes), read(tc.inst)); got != tc.want {
 				t.Errorf("patch\n got %s\nwant %s", got, tc.want)
 			}
 		})

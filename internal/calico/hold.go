@@ -84,13 +84,16 @@ func holdValue(inst *operatorv1.Installation) *string {
 	return nil
 }
 
-// HoldNode makes the Tigera operator leave calico-node alone. The annotation
-// is absent, so the patch is guarded by the resourceVersion: an operator
-// update in between fails it, and it is tried again on what was written.
+// HoldNode makes the Tigera operator leave calico-node alone. It comes
+// before the held changes are written, so whatever the operator rendered
+// into calico-node meanwhile is what stays: nothing of the DaemonSet needs to
+// hold but that an annotations map created whole replaces none, and the
+// DaemonSet controller's status writes never fail the hold.
 func HoldNode(ctx context.Context, c client.Client, ds *appsv1.DaemonSet) error {
-	ops := []PatchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: ds.ResourceVersion}}
+	var ops []PatchOp
 	if ds.Annotations == nil {
-		ops = append(ops, PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{IgnoreAnnotation: "true"}})
+		ops = append(ops, TestAbsent("/metadata/annotations"),
+			PatchOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{IgnoreAnnotation: "true"}})
 	} else {
 		ops = append(ops, PatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(IgnoreAnnotation), Value: "true"})
 	}

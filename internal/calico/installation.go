@@ -27,17 +27,26 @@ type PatchOp struct {
 }
 
 // Patch is a guarded JSON patch of the Installation. Each change is preceded
-// by a test of the value it replaces; a change of a field that is absent is
-// guarded by the object's resourceVersion (JSON patch cannot test absence).
+// by a test of the value it replaces; a change of a field of the spec that is
+// absent is guarded by the object's generation, which only a change of the
+// spec moves: the Tigera operator's status writes and another client's
+// labels or annotations never fail it. A map of the metadata created whole
+// is guarded by a test that it is absent (a test without a value holds for a
+// missing member), so that nothing someone added meanwhile is replaced.
 type Patch struct {
-	ops       []PatchOp
-	versioned bool
+	ops          []PatchOp
+	generational bool
 }
+
+// TestAbsent is the operation that holds only while nothing is at path.
+func TestAbsent(path string) PatchOp { return PatchOp{Op: "test", Path: path} }
 
 // Set sets the field at path. old is the value read; nil means absent.
 func (p *Patch) Set(path string, old, value any) *Patch {
 	if isAbsent(old) {
-		p.versioned = true
+		if strings.HasPrefix(path, "/spec/") {
+			p.generational = true
+		}
 		p.ops = append(p.ops, PatchOp{Op: "add", Path: path, Value: value})
 		return p
 	}
@@ -59,11 +68,11 @@ func (p *Patch) Unset(path string, old any) *Patch {
 	return p
 }
 
-// Remove removes a field that is present, guarded by the resourceVersion:
-// for structured values a test of the whole value would break on fields a
-// newer Tigera operator adds.
+// Remove removes a field of the spec that is present, guarded by the
+// generation: for structured values a test of the whole value would break on
+// fields a newer Tigera operator adds.
 func (p *Patch) Remove(path string) *Patch {
-	p.versioned = true
+	p.generational = true
 	p.ops = append(p.ops, PatchOp{Op: "remove", Path: path})
 	return p
 }
@@ -84,12 +93,13 @@ func (p *Patch) Empty() bool {
 	return true
 }
 
-// Ops returns the operations as sent, guards first when versioned.
-func (p *Patch) Ops(resourceVersion string) []PatchOp {
-	if !p.versioned {
+// Ops returns the operations as sent to the Installation as read, the
+// generation's guard first when the patch needs it.
+func (p *Patch) Ops(inst *operatorv1.Installation) []PatchOp {
+	if !p.generational {
 		return p.ops
 	}
-	return append([]PatchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: resourceVersion}}, p.ops...)
+	return append([]PatchOp{{Op: "test", Path: "/metadata/generation", Value: inst.Generation}}, p.ops...)
 }
 
 // Apply sends the patch. inst is updated with the server's answer. A guard
@@ -98,7 +108,7 @@ func (p *Patch) Apply(ctx context.Context, c client.Client, inst *operatorv1.Ins
 	if p.Empty() {
 		return nil
 	}
-	body, err := json.Marshal(p.Ops(inst.ResourceVersion))
+	body, err := json.Marshal(p.Ops(inst))
 	if err != nil {
 		return fmt.Errorf("encoding installation patch: %w", err)
 	}
@@ -198,7 +208,7 @@ func Deref(s *string) string {
 // Installation has none, so that paths below it exist.
 func EnsureCalicoNetwork(p *Patch, inst *operatorv1.Installation) {
 	if inst.Spec.CalicoNetwork == nil {
-		p.versioned = true
+		p.generational = true
 		p.ops = append(p.ops, PatchOp{Op: "add", Path: "/spec/calicoNetwork", Value: map[string]any{}})
 	}
 }
@@ -212,7 +222,7 @@ func EnsureRollingUpdate(p *Patch, inst *operatorv1.Installation) {
 		if s.Type != "" {
 			strategy["type"] = string(s.Type)
 		}
-		p.versioned = true
+		p.generational = true
 		p.ops = append(p.ops, PatchOp{Op: "add", Path: "/spec/nodeUpdateStrategy", Value: strategy})
 	}
 }

@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
 	"context"
 	"fmt"
 	"os"
@@ -107,4 +110,17 @@ func serviceAccountKubeconfig(ctx context.Context, c client.Client, cfg *rest.Co
 	kc.CurrentContext = sa
 	path := filepath.Join(logDir, name+".kubeconfig")
 	return path, clientcmd.WriteToFile(*kc, path)
+}
+
+// stolenManagerClient is a client holding a token of the manager's
+// ServiceAccount, as someone who took it from the manager's pod would.
+func stolenManagerClient() client.Client {
+	GinkgoHelper()
+	path, err := serviceAccountKubeconfig(ctx, k8s, cfg, manager.Namespace, manager.Spec.Template.Spec.ServiceAccountName, "stolen")
+	Expect(err).NotTo(HaveOccurred())
+	restCfg, err := clientcmd.BuildConfigFromFlags("", path)
+	Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
 }

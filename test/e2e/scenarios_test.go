@@ -18,13 +18,17 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/podcheck"
 	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/record"
+	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -384,6 +388,49 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		Expect(touchedFields().ServicesEndpoint).To(HaveKeyWithValue(calico.ServiceHostKey, host))
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.WindowsNodeDaemonSet}, &appsv1.DaemonSet{})).To(Succeed())
 		Eventually(healthy).Should(Succeed(), "every TigeraStatus Available")
+	})
+
+	It("refuses each door a stolen manager token tries, naming the policy, while winready itself migrated under the same rules", func() {
+		stolen := stolenManagerClient()
+		ds := &appsv1.DaemonSet{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}, ds)).To(Succeed())
+		refused := func(obj client.Object, patch, policy, what string) {
+			GinkgoHelper()
+			Expect(stolen.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, []byte(patch)), client.DryRunAll)).
+				To(MatchError(ContainSubstring("ValidatingAdmissionPolicy '"+policy+"'")), what)
+			GinkgoWriter.Printf("stolen token: %s refused by %s\n", what, policy)
+		}
+		refused(ds, `[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"attacker.example.com/node:1"}]`,
+			"winready-manager-calico-node", "calico-node's image")
+		refused(ds, `[{"op":"add","path":"/spec/template/spec/containers/0/command","value":["/bin/sh","-c","id"]}]`,
+			"winready-manager-calico-node", "calico-node's command")
+		refused(ds, `[{"op":"add","path":"/spec/template/spec/containers/0/env/-","value":{"name":"X","value":"y"}}]`,
+			"winready-manager-calico-node", "an env var of calico-node")
+		refused(ds, `[{"op":"add","path":"/spec/template/spec/volumes/-","value":{"name":"root","hostPath":{"path":"/"}}}]`,
+			"winready-manager-calico-node", "a hostPath volume on calico-node")
+		refused(installation(), `[{"op":"replace","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":"100%"}]`,
+			"winready-manager-installation-spec", "maxUnavailable 100% with no spec asking for it")
+
+		By("the ignore annotation with no migration under way")
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		Eventually(func() error {
+			return stolen.Patch(ctx, ds, client.RawPatch(types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"`+calico.IgnoreAnnotation+`":"true"}}}`)), client.DryRunAll)
+		}).Should(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'winready-manager-calico-node-hold'")))
+		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+
+		By("winready-system: another ConfigMap, and the record deleted mid-migration")
+		other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: manager.Namespace, Name: "attacker"}, Data: map[string]string{"x": "y"}}
+		Expect(stolen.Create(ctx, other, client.DryRunAll)).To(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'winready-manager-system'")))
+		originals := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: manager.Namespace, Name: record.Name}}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(originals), originals)).To(Succeed(), "the record exists while migrated")
+		Expect(stolen.Delete(ctx, originals, client.DryRunAll)).To(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'winready-manager-record'")))
+
+		By("the pod network check's DaemonSet with an extra env")
+		check := round.DaemonSet(podcheck.RoundKind, round.DefaultNamespace, manager.Spec.Template.Spec.Containers[0].Image, "r", nil)
+		c := &check.Spec.Template.Spec.Containers[0]
+		c.Env = append(c.Env, corev1.EnvVar{Name: "KUBECONFIG", Value: "/tmp/attacker"})
+		Expect(stolen.Create(ctx, check, client.DryRunAll)).To(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'winready-probe-daemonset'")))
 	})
 
 	It("rolls back to exactly what was there, replacing each calico-node pod once", func() {
