@@ -25,11 +25,13 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/podcheck"
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/contention"
 )
 
 // mainCluster is the seed's main cluster, with kubeadm's record of the API
@@ -453,8 +455,24 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.WindowsNodeDaemonSet}, &appsv1.DaemonSet{})).To(Succeed())
 	})
 
-	It("refuses to roll back while a Windows node exists, and changes nothing", func() {
+	It("migrates again while another client labels the Installation ten times a second, reporting no lost race", func() {
+		wc, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		reasons, err := contention.WatchReasons(wc)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(reasons.Stop)
+		labeler := contention.StartLabeler(k8s, 100*time.Millisecond)
+		DeferCleanup(labeler.Stop)
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionMigrate })
+		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
+		patches, err := labeler.Stop()
+		Expect(err).NotTo(HaveOccurred())
+		GinkgoWriter.Printf("contention: %d label patches of the Installation during the migration\n", patches)
+		Expect(reasons.Stop()).NotTo(ContainElement(BeElementOf(conditions.ReasonRetrying, conditions.ReasonRefused)),
+			"a write that lost to the labeler went back to the queue, not into the status")
+	})
+
+	It("refuses to roll back while a Windows node exists, and changes nothing", func() {
 		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
 		Eventually(func() error { return k8s.Create(ctx, windowsNode()) }).Should(Succeed(), "a Ready cluster admits Windows nodes")
 		migrated := touchedFields()
