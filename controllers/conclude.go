@@ -98,9 +98,6 @@ func (r *Reconciler) stall(s *scope, reason, msg, action string) {
 
 // result is when to look again for an outcome that is not a stall.
 func (r *Reconciler) result(o Outcome) ctrl.Result {
-	if o.Soon {
-		return ctrl.Result{RequeueAfter: r.opts.RecheckAfterWrite}
-	}
 	return ctrl.Result{RequeueAfter: o.After}
 }
 

@@ -25,9 +25,6 @@ type Outcome struct {
 	// After is when to look again at the latest, also on a done outcome (a
 	// hold of calico-node that goes on while the pass does).
 	After time.Duration
-	// Soon asks to look again after Options.RecheckAfterWrite: a write of
-	// the pass has not shown in the cache yet.
-	Soon bool
 	// Err is a read or write that failed: it goes to the workqueue's rate
 	// limiter, and the status says what failed and when the next try is.
 	Err error

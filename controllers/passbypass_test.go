@@ -76,6 +76,18 @@ var _ = inlineSpecs("Migrating pass by pass", func() {
 		}),
 	)
 
+	It("writes no status in a pass before the first change that finds what the last one found", func() {
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		reconcileUntil(b, phaseOf, Equal(v1alpha1.PhasePaused))
+		b.rest(time.Minute)
+		checked := getWR().Status.Preflight.CompletedAt
+		before := b.r.Writes.Total()
+		b.clock.Step(time.Minute)
+		b.pass()
+		Expect(b.r.Writes.Total()).To(Equal(before), "the same verdicts a minute later: nothing to write")
+		Expect(getWR().Status.Preflight.CompletedAt).To(Equal(checked))
+	})
+
 	It("waits for approval before each disruptive step", func() {
 		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.RequireApproval = true })
 		reconcileUntil(b, phaseOf, Equal(v1alpha1.PhaseAwaitingApproval))

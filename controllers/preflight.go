@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/utils/ptr"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,12 +34,17 @@ func (r preflightChecks) reconcile(ctx context.Context, s *scope) Outcome {
 		return failed(err)
 	}
 	checks := preflight.Evaluate(in, s.wr.Spec.Preflight)
-	now := metav1.NewTime(s.now)
+	completed := ptr.To(metav1.NewTime(s.now))
 	var probe *v1alpha1.ProbeStatus
 	if prev := s.wr.Status.Preflight; prev != nil {
 		probe = prev.Probe
+		if prev.CompletedAt != nil && equality.Semantic.DeepEqual(prev.Checks, checks) {
+			// The same verdicts as last time: the status says since when, and a
+			// pass that finds nothing new writes nothing.
+			completed = prev.CompletedAt
+		}
 	}
-	s.wr.Status.Preflight = &v1alpha1.PreflightStatus{CompletedAt: &now, Checks: checks, Probe: probe}
+	s.wr.Status.Preflight = &v1alpha1.PreflightStatus{CompletedAt: completed, Checks: checks, Probe: probe}
 	if failed := preflight.Failed(checks); len(failed) > 0 {
 		msg := "preflight failed, nothing was changed: " + summarize(failed)
 		reason := conditions.ReasonPreflightFailed

@@ -75,9 +75,6 @@ func CacheOptions(probeNamespace string) cache.Options {
 
 // Defaults of the Options a caller leaves at zero.
 const (
-	// DefaultRecheckAfterWrite is how soon a pass looks again when its own
-	// write has not shown in the cache yet.
-	DefaultRecheckAfterWrite = 200 * time.Millisecond
 	// DefaultPreflightRetry is how often a failed preflight is looked at again
 	// when neither the spec nor a watched object changes.
 	DefaultPreflightRetry = 5 * time.Minute
@@ -99,12 +96,11 @@ type Options struct {
 	ProbeImage string
 	// Clock is the real clock when nil.
 	Clock clock.PassiveClock
-	// RecheckAfterWrite, PreflightRetry, RetryBase and RetryMax override the
-	// defaults (tests shorten them).
-	RecheckAfterWrite time.Duration
-	PreflightRetry    time.Duration
-	RetryBase         time.Duration
-	RetryMax          time.Duration
+	// PreflightRetry, RetryBase and RetryMax override the defaults (tests
+	// shorten them).
+	PreflightRetry time.Duration
+	RetryBase      time.Duration
+	RetryMax       time.Duration
 }
 
 // withDefaults fills what o leaves at zero.
@@ -114,7 +110,6 @@ func (o Options) withDefaults() Options {
 			*d = def
 		}
 	}
-	set(&o.RecheckAfterWrite, DefaultRecheckAfterWrite)
 	set(&o.PreflightRetry, DefaultPreflightRetry)
 	set(&o.RetryBase, DefaultRetryBase)
 	set(&o.RetryMax, DefaultRetryMax)

@@ -207,7 +207,7 @@ func startOperatorWith(o operatorOptions) *operator {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	r, err := controllers.Setup(mgr, controllers.Options{Namespace: operatorNamespace, ProbeNamespace: probeNamespace,
-		ProbeImage: managerImage, Clock: clock, RecheckAfterWrite: 20 * time.Millisecond,
+		ProbeImage: managerImage, Clock: clock,
 		RetryBase: 10 * time.Millisecond, RetryMax: 200 * time.Millisecond})
 	Expect(err).NotTo(HaveOccurred())
 	var c client.Client

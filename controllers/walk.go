@@ -169,10 +169,10 @@ func (w walk) change(ctx context.Context, s *scope, in phase.Input, step phase.S
 	}
 	if len(calico.Due(step.Diff(in))) > 0 {
 		// The cache has not seen the write yet, or someone changed the
-		// object in between: look again soon.
-		o := waitingFor("the change to show")
-		o.Soon = true
-		return o
+		// object in between: the watch event of either wakes the next pass
+		// (the workqueue keeps an event that comes during this one), so no
+		// timer is set on top of it.
+		return waitingFor("the change to show")
 	}
 	return done()
 }

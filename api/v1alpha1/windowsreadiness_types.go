@@ -703,6 +703,8 @@ type PreflightStatus struct {
 	// Probe is the last round of the UDP 4789 probe.
 	// +optional
 	Probe *ProbeStatus `json:"probe,omitempty"`
+	// CompletedAt is when the checks last completed with the verdicts they
+	// show: a check run again with the same verdicts leaves it as it was.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 	// +listType=map
