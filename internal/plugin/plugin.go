@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
@@ -53,9 +54,8 @@ func (o *options) client() (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: scheme})
 }
 
-// NewCommand is kubectl winready with its subcommands.
-func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	return newCommand(&options{flags: genericclioptions.NewConfigFlags(true), streams: streams, now: time.Now})
+func newOptions(streams genericiooptions.IOStreams) *options {
+	return &options{flags: genericclioptions.NewConfigFlags(true), streams: streams, now: time.Now}
 }
 
 func newCommand(o *options) *cobra.Command {
@@ -68,6 +68,7 @@ func newCommand(o *options) *cobra.Command {
 	o.flags.AddFlags(root.PersistentFlags())
 	root.SetOut(o.streams.Out)
 	root.SetErr(o.streams.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitError, err) })
 	root.AddCommand(statusCommand(o), approveCommand(o), pauseCommand(o, true), pauseCommand(o, false),
 		rollbackCommand(o), planCommand(o), versionCommand(o))
 	return root
@@ -89,6 +90,9 @@ func versionCommand(o *options) *cobra.Command {
 func (o *options) get(ctx context.Context, c client.Client) (*v1alpha1.WindowsReadiness, error) {
 	wr := &v1alpha1.WindowsReadiness{}
 	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, errNoWindowsReadiness
+		}
 		return nil, fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, err)
 	}
 	return wr, nil
@@ -118,7 +122,7 @@ func printAs(w io.Writer, format string, obj any) (bool, error) {
 }
 
 func errUnknownOutput(format string) error {
-	return fmt.Errorf("unknown output format %q: use json or yaml", format)
+	return withCode(ExitError, fmt.Errorf("unknown output format %q: use table, json or yaml", format))
 }
 
 // patchSpec merges spec into the WindowsReadiness's spec and prints what

@@ -128,6 +128,18 @@ func run(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// runCode runs kubectl winready as the binary does: the exit status, stdout
+// and stderr.
+func runCode(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	o := &options{flags: genericclioptions.NewConfigFlags(true), now: func() time.Time { return now },
+		streams:    genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut},
+		restConfig: func() (*rest.Config, error) { return cfg, nil }}
+	code = execute(context.Background(), o, "kubectl winready", args)
+	return code, out.String(), errOut.String()
+}
+
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name+".golden")
@@ -220,15 +232,16 @@ func TestPauseResumeAndRollbackEachPatchOneField(t *testing.T) {
 	golden(t, "pause-resume-rollback", outs)
 }
 
-func TestPlanWithoutAnInstallationSaysSo(t *testing.T) {
-	for _, args := range [][]string{{"plan"}, {"plan", "-o", "json"}} {
-		_, err := run(t, args...)
-		if err == nil || !strings.Contains(err.Error(), "no Installation default") {
-			t.Errorf("%v: %v, want the missing Installation named", args, err)
+func TestPlanWithoutAnInstallationExits2(t *testing.T) {
+	for _, args := range [][]string{{"plan"}, {"plan", "-o", "json"}, {"plan", "-o", "yaml"}} {
+		code, stdout, stderr := runCode(t, args...)
+		if code != ExitError || stdout != "" || !strings.Contains(stderr, "kubectl winready: no Installation default") {
+			t.Errorf("%v: exit status %d, want 2, nothing on stdout and the missing Installation named; stdout:\n%s\nstderr:\n%s",
+				args, code, stdout, stderr)
 		}
 	}
-	if _, err := run(t, "plan", "-o", "wide"); err == nil || !strings.Contains(err.Error(), "unknown output format") {
-		t.Errorf("-o wide: %v", err)
+	if code, _, stderr := runCode(t, "plan", "-o", "wide"); code != ExitError || !strings.Contains(stderr, "unknown output format") {
+		t.Errorf("-o wide: exit status %d; stderr:\n%s", code, stderr)
 	}
 }
 
@@ -242,18 +255,18 @@ func TestPlanOfASeededCluster(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	out, err := run(t, "plan")
-	golden(t, "plan", fmt.Sprintf("%s--- error: %v\n", out, err))
-	js, err := run(t, "plan", "-o", "json")
+	code, out, stderr := runCode(t, "plan")
+	golden(t, "plan", fmt.Sprintf("%s--- exit status %d, stderr: %q\n", out, code, stderr))
+	code, js, stderr := runCode(t, "plan", "-o", "json")
 	var res struct {
 		Checks []v1alpha1.PreflightCheck `json:"checks"`
 		Passed bool                      `json:"passed"`
 	}
 	if jerr := json.Unmarshal([]byte(js), &res); jerr != nil || len(res.Checks) == 0 {
-		t.Fatalf("-o json printed %q (%v); error %v", js, jerr, err)
+		t.Fatalf("-o json printed %q (%v); stderr %s", js, jerr, stderr)
 	}
-	if (err == nil) != res.Passed {
-		t.Errorf("passed %t but error %v", res.Passed, err)
+	if code != 0 || !res.Passed {
+		t.Errorf("passed %t, exit status %d, want 0; stderr:\n%s", res.Passed, code, stderr)
 	}
 }
 
