@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -123,93 +122,4 @@ func printAs(w io.Writer, format string, obj any) (bool, error) {
 
 func errUnknownOutput(format string) error {
 	return withCode(ExitError, fmt.Errorf("unknown output format %q: use table, json or yaml", format))
-}
-
-// patchSpec merges spec into the WindowsReadiness's spec and prints what
-// changed and what to watch next.
-func (o *options) patchSpec(ctx context.Context, spec map[string]any, what, next string) error {
-	c, err := o.client()
-	if err != nil {
-		return err
-	}
-	wr, err := o.get(ctx, c)
-	if err != nil {
-		return err
-	}
-	data, err := json.Marshal(map[string]any{"spec": spec})
-	if err != nil {
-		return err
-	}
-	if err := c.Patch(ctx, wr, client.RawPatch("application/merge-patch+json", data)); err != nil {
-		return fmt.Errorf("patching WindowsReadiness %s: %w", v1alpha1.Name, err)
-	}
-	_, err = fmt.Fprintf(o.streams.Out, "windowsreadiness/%s patched: %s\nnext: %s\n", v1alpha1.Name, what, next)
-	return err
-}
-
-func approveCommand(o *options) *cobra.Command {
-	return &cobra.Command{
-		Use:   "approve STEP",
-		Short: "Approve a disruptive step that waits for approval (adds it to spec.approvedSteps)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			step := v1alpha1.StepName(args[0])
-			if !slices.Contains(v1alpha1.StepNames, step) {
-				return fmt.Errorf("unknown step %q: one of %v", step, v1alpha1.StepNames)
-			}
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			wr, err := o.get(cmd.Context(), c)
-			if err != nil {
-				return err
-			}
-			if slices.Contains(wr.Spec.ApprovedSteps, step) {
-				_, err := fmt.Fprintf(o.streams.Out, "windowsreadiness/%s unchanged: %s is approved already\n", v1alpha1.Name, step)
-				return err
-			}
-			// The whole list, with the resourceVersion as a guard: a merge
-			// patch replaces lists, so an approval made meanwhile must not be lost.
-			approved := append(slices.Clone(wr.Spec.ApprovedSteps), step)
-			data, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": wr.ResourceVersion},
-				"spec": map[string]any{"approvedSteps": approved}})
-			if err != nil {
-				return err
-			}
-			if err := c.Patch(cmd.Context(), wr, client.RawPatch("application/merge-patch+json", data)); err != nil {
-				return fmt.Errorf("patching WindowsReadiness %s (run it again if someone else changed it meanwhile): %w", v1alpha1.Name, err)
-			}
-			_, err = fmt.Fprintf(o.streams.Out, "windowsreadiness/%s patched: spec.approvedSteps %v\nnext: kubectl winready status --watch (step %s starts)\n",
-				v1alpha1.Name, approved, step)
-			return err
-		},
-	}
-}
-
-func pauseCommand(o *options, pause bool) *cobra.Command {
-	use, short, what, next := "pause", "Pause before the next change (spec.paused: true)", "spec.paused true",
-		"kubectl winready status (the step under way finishes its wait; no new change starts)"
-	if !pause {
-		use, short, what, next = "resume", "Resume a paused migration or rollback (spec.paused: false)", "spec.paused false",
-			"kubectl winready status --watch"
-	}
-	return &cobra.Command{
-		Use: use, Short: short, Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.patchSpec(cmd.Context(), map[string]any{"paused": pause}, what, next)
-		},
-	}
-}
-
-func rollbackCommand(o *options) *cobra.Command {
-	return &cobra.Command{
-		Use:   "rollback",
-		Short: "Roll the migration back to the recorded originals (spec.direction: Rollback); refused while Windows nodes exist",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.patchSpec(cmd.Context(), map[string]any{"direction": v1alpha1.DirectionRollback}, "spec.direction Rollback",
-				"kubectl winready status --watch (phase RollingBack, then RolledBack)")
-		},
-	}
 }
