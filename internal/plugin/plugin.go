@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -32,6 +33,10 @@ type options struct {
 	now     func() time.Time
 	// restConfig is set by tests; nil reads the kubectl flags.
 	restConfig func() (*rest.Config, error)
+	// backoff, set by tests, replaces watchBackoff.
+	backoff *wait.Backoff
+	// printed, set by tests, is called after status --watch printed.
+	printed func()
 }
 
 func (o *options) config() (*rest.Config, error) {
