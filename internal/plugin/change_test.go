@@ -221,7 +221,7 @@ func TestPauseOfAGitOpsManagedObject(t *testing.T) {
 				t.Errorf("--force: exit status %d, spec.paused %t", code, after.Spec.Paused)
 			}
 			if !slices.ContainsFunc(after.ManagedFields, func(m metav1.ManagedFieldsEntry) bool {
-				return m.Manager == FieldManager && strings.Contains(string(m.FieldsV1.Raw), `"f:paused"`)
+				return m.Manager == FieldManager && strings.Contains(m.FieldsV1.GetRawString(), `"f:paused"`)
 			}) {
 				t.Errorf("spec.paused is not managed by %s: %v", FieldManager, after.ManagedFields)
 			}

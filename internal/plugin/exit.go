@@ -79,7 +79,7 @@ func explain(err error) *exitError {
 	switch {
 	case meta.IsNoMatchError(err):
 		return &exitError{code: ExitNotInstalled, err: fmt.Errorf(
-			"winready is not installed in this cluster: the API server does not serve %s windowsreadinesses (%v).\nInstall it:\n  kubectl apply -f %s",
+			"winready is not installed in this cluster: the API server does not serve %s windowsreadinesses (%w).\nInstall it:\n  kubectl apply -f %s",
 			v1alpha1.GroupVersion, err, installURL())}
 	case unreachable(err):
 		return &exitError{code: ExitUnreachable, err: fmt.Errorf(

@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -20,6 +19,52 @@ import (
 // watchBackoff spaces the retries after an API error: a blip costs a
 // second, an outage one try every half minute.
 var watchBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Cap: 30 * time.Second, Steps: 1 << 30}
+
+// statusWatch is one status --watch: what it prints and what it last printed.
+type statusWatch struct {
+	o             *options
+	c             client.Client
+	output, until string
+	last          string
+	backoff       wait.Backoff
+}
+
+// show prints wr when its spec or status differs from the last one printed,
+// and says whether the watch is over.
+func (s *statusWatch) show(ctx context.Context, wr *v1alpha1.WindowsReadiness) (bool, error) {
+	key, err := json.Marshal([]any{wr.Generation, wr.Spec, wr.Status})
+	if err != nil {
+		return true, err
+	}
+	if string(key) != s.last {
+		if s.last != "" && s.output == "" {
+			fmt.Fprintln(s.o.streams.Out)
+		}
+		if err := s.o.print(ctx, s.c, wr, s.output); err != nil {
+			return true, err
+		}
+		s.last = string(key)
+		if s.o.printed != nil {
+			s.o.printed()
+		}
+	}
+	return reached(wr, s.until)
+}
+
+// retry waits the next backoff step after err, or returns err when waiting
+// cannot help.
+func (s *statusWatch) retry(ctx context.Context, err error) error {
+	if e := explain(err); e.code == ExitNotInstalled || e.code == ExitNoWindowsReadiness {
+		return err
+	}
+	d := s.backoff.Step()
+	fmt.Fprintf(s.o.streams.ErrOut, "watch: %v; again in %s\n", err, d.Round(time.Second))
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+	return nil
+}
 
 // watchStatus prints the WindowsReadiness, then again each time its spec or
 // status changes, until ctx ends or it reaches until.
@@ -40,57 +85,24 @@ func (o *options) watchStatus(ctx context.Context, output, until string) error {
 	if o.backoff != nil {
 		base = *o.backoff
 	}
-	backoff := base
-	var last string
-	// show prints wr when it differs from the last one printed and says
-	// whether the watch is over.
-	show := func(wr *v1alpha1.WindowsReadiness) (bool, error) {
-		key, err := json.Marshal([]any{wr.Generation, wr.Spec, wr.Status})
-		if err != nil {
-			return true, err
-		}
-		if string(key) != last {
-			if last != "" && output == "" {
-				fmt.Fprintln(o.streams.Out)
-			}
-			if err := o.print(ctx, c, wr, output); err != nil {
-				return true, err
-			}
-			last = string(key)
-			if o.printed != nil {
-				o.printed()
-			}
-		}
-		return reached(wr, until)
-	}
-	retry := func(err error) error {
-		if e := explain(err); e.code == ExitNotInstalled || e.code == ExitNoWindowsReadiness || errors.Is(err, errNoWindowsReadiness) {
-			return err
-		}
-		d := backoff.Step()
-		fmt.Fprintf(o.streams.ErrOut, "watch: %v; again in %s\n", err, d.Round(time.Second))
-		select {
-		case <-ctx.Done():
-		case <-time.After(d):
-		}
-		return nil
-	}
+	s := &statusWatch{o: o, c: c, output: output, until: until, backoff: base}
+	show := func(wr *v1alpha1.WindowsReadiness) (bool, error) { return s.show(ctx, wr) }
 	for ctx.Err() == nil {
 		wr, err := o.get(ctx, c)
 		if err != nil {
-			if err := retry(err); err != nil {
+			if err := s.retry(ctx, err); err != nil {
 				return err
 			}
 			continue
 		}
-		backoff = base
+		s.backoff = base
 		if done, err := show(wr); done || err != nil {
 			return err
 		}
 		w, err := c.Watch(ctx, &v1alpha1.WindowsReadinessList{}, client.MatchingFields{"metadata.name": v1alpha1.Name},
 			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: wr.ResourceVersion, AllowWatchBookmarks: true}})
 		if err != nil {
-			if err := retry(err); err != nil {
+			if err := s.retry(ctx, err); err != nil {
 				return err
 			}
 			continue
