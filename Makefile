@@ -97,6 +97,11 @@ kit-example: envtest-assets ## Run test/ci-example: a platform team's CI suite, 
 	cd test/ci-example && go vet ./... && KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) WINREADY_CALICO_CRDS=$(CURDIR)/bin/crds \
 		go test ./... -count=1 -timeout 10m
 
+.PHONY: gitops-docs-test
+gitops-docs-test: ## Decode docs/gitops.md's and docs/fleet.md's manifests into Flux's and Argo CD's API types (test/gitopsdocs, a module of its own).
+	cd test/gitopsdocs && { go mod tidy -diff || { echo "test/gitopsdocs: run go mod tidy there and commit"; exit 1; }; }
+	cd test/gitopsdocs && go vet ./... && go test ./... -count=1
+
 .PHONY: rules-test
 rules-test: ## Evaluate config/prometheus's alerts with Prometheus's PromQL engine (test/prometheus, a module of its own).
 	cd test/prometheus && { go mod tidy -diff || { echo "test/prometheus: run go mod tidy there and commit"; exit 1; }; }

@@ -322,6 +322,11 @@ const (
 	StepWindowsDataplane StepName = "WindowsDataplane"
 )
 
+// ApprovableSteps are the steps spec.approvedSteps admits: the disruptive
+// ones, which spec.requireApproval holds. The same list as the enum of
+// approvedSteps' items above.
+var ApprovableSteps = []StepName{StepEncapsulation, StepBGP, StepServicesEndpoint}
+
 // StepNames are the steps in the order a migration runs them.
 var StepNames = []StepName{StepStrictAffinity, StepEncapsulation, StepBGP, StepServicesEndpoint, StepServiceCIDRs,
 	StepWindowsDataplane}

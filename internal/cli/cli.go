@@ -38,7 +38,7 @@ func Main(argv []string, stdout, stderr io.Writer) int {
 		operator: runManager,
 		probe:    runProbe,
 		respond:  runRespond,
-		plan:     runPlan,
+		plan:     func(args []string) int { return runPlan(args, stdout, stderr) },
 	})
 }
 
@@ -47,7 +47,7 @@ type commands struct {
 	operator func(operatorOptions) error
 	probe    func(args []string) error
 	respond  func(args []string) error
-	plan     func(args []string) error
+	plan     func(args []string) int
 }
 
 // exitError ends winready with a given status; err, when set, is printed.
@@ -70,7 +70,7 @@ const usageText = `Usage:
   winready probe [flags]     the UDP 4789 probe agent the operator runs on every Linux node during preflight
   winready respond [flags]   answer the probes on a future Windows node
   winready podcheck [flags] the pod network check the operator runs in a pod on every Linux node after each disruptive step
-  winready plan [flags]      run the preflight checks and print the migration plan, read-only (for CI)
+  winready plan [flags]      run the preflight checks and print the migration plan, read-only (for CI); the same as kubectl winready plan
   winready version           print the version, the commit it was built from and the Go version
 
 "winready probe -h", "winready respond -h" and "winready plan -h" list their flags.
@@ -104,7 +104,7 @@ func dispatch(args []string, stdout, stderr io.Writer, cmds commands) int {
 	case len(args) > 0 && args[0] == "podcheck":
 		err = runPodCheck(args[1:])
 	case len(args) > 0 && args[0] == "plan":
-		err = cmds.plan(args[1:])
+		return cmds.plan(args[1:])
 	case len(args) > 0 && args[0] == "version":
 		if len(args) > 1 {
 			return usageError("unexpected argument %q", args[1])
@@ -151,13 +151,7 @@ func exitStatus(err error, stderr io.Writer) int {
 func runPlugin(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cmd := plugin.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: stdout, ErrOut: stderr})
-	cmd.SetArgs(args)
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(stderr, "kubectl winready:", err)
-		return 1
-	}
-	return 0
+	return plugin.Run(ctx, "kubectl winready", args, genericiooptions.IOStreams{In: os.Stdin, Out: stdout, ErrOut: stderr})
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

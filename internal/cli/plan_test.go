@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -24,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -41,7 +44,7 @@ func runPlanCmd(t *testing.T, ctx context.Context, args ...string) (code int, st
 	t.Helper()
 	var out, errs bytes.Buffer
 	cmds := refuse(t)
-	cmds.plan = func(a []string) error { return plan(ctx, a, &out, &errs) }
+	cmds.plan = func(a []string) int { return plan(ctx, a, &out, &errs) }
 	code = dispatch(append([]string{"plan"}, args...), io.Discard, &errs, cmds)
 	return code, out.String(), errs.String()
 }
@@ -83,14 +86,15 @@ current-context: c
 		want string // in stderr
 	}{
 		{"closed port", []string{"--kubeconfig", unreachable}, 2, closed},
+		{"closed port, JSON asked", []string{"--kubeconfig", unreachable, "-o", "json"}, 2, "cannot reach the cluster"},
 		{"no kubeconfig file", []string{"--kubeconfig", "/nonexistent"}, 2, "/nonexistent"},
 		{"unreadable spec", []string{"--kubeconfig", unreachable, "--spec", "/nonexistent.yaml"}, 2, "--spec"},
 		{"not a WindowsReadiness", []string{"--kubeconfig", unreachable, "--spec", notWR}, 2, "not a winready.io/v1alpha1 WindowsReadiness"},
 		{"unknown spec field", []string{"--kubeconfig", unreachable, "--spec", typo}, 2, "serviceCIDR"},
 		{"rollback spec", []string{"--kubeconfig", unreachable, "--spec", rollback}, 2, "shows the migration only"},
-		{"unknown flag", []string{"--bogus"}, 2, "flag provided but not defined: -bogus"},
-		{"stray argument", []string{"extra"}, 2, `unexpected argument "extra"`},
-		{"help", []string{"-h"}, 0, "Usage: winready plan"},
+		{"unknown flag", []string{"--bogus"}, 2, "unknown flag: --bogus"},
+		{"stray argument", []string{"extra"}, 2, `unknown command "extra" for "winready plan"`},
+		{"unknown output", []string{"-o", "wide"}, 2, `unknown output format "wide"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -99,10 +103,19 @@ current-context: c
 			if code != tc.code {
 				t.Errorf("exit status %d, want %d; stdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
 			}
+			if stdout != "" {
+				t.Errorf("an error printed on stdout:\n%s", stdout)
+			}
 			if !strings.Contains(stderr, tc.want) {
 				t.Errorf("stderr lacks %q:\n%s", tc.want, stderr)
 			}
 		})
+	}
+	code, stdout, _ := runPlanCmd(t, context.Background(), "-h")
+	for _, want := range []string{"winready plan [flags]", "--context", "--kubeconfig", "-o, --output", "Exit status: 0"} {
+		if code != 0 || !strings.Contains(stdout, want) {
+			t.Errorf("-h: exit status %d, stdout lacks %q:\n%s", code, want, stdout)
+		}
 	}
 }
 
@@ -233,6 +246,21 @@ func TestPlan(t *testing.T) {
 				before.Generation, after.Generation, before.ResourceVersion, after.ResourceVersion)
 		}
 
+		// kubectl winready plan is the same command: the same document, with
+		// kubectl's --context.
+		withX := contextKubeconfig(t, kubeconfig, "X")
+		code, kubectlJSON, stderr := runMain(t, "kubectl-winready", "plan", "-o", "json", "--kubeconfig", kubeconfig)
+		if code != 0 || !json.Valid([]byte(kubectlJSON)) {
+			t.Fatalf("kubectl winready plan -o json: exit status %d; stdout:\n%s\nstderr:\n%s", code, kubectlJSON, stderr)
+		}
+		code, winreadyJSON, stderr := runMain(t, "winready", "plan", "-o", "json", "--context", "X", "--kubeconfig", withX)
+		if code != 0 || winreadyJSON != kubectlJSON {
+			t.Errorf("winready plan -o json --context X: exit status %d, a different document:\n%s\nstderr:\n%s", code, winreadyJSON, stderr)
+		}
+		if code, _, stderr := runMain(t, "winready", "plan", "--kubeconfig", withX); code != 2 || !strings.Contains(stderr, "cannot reach the cluster") {
+			t.Errorf("the kubeconfig's current context, a closed port: exit status %d, want 2; stderr:\n%s", code, stderr)
+		}
+
 		// A spec from Git shapes the targets.
 		spec := writeFile(t, "wr.yaml", `apiVersion: winready.io/v1alpha1
 kind: WindowsReadiness
@@ -268,6 +296,10 @@ spec:
 		if code != 2 || !strings.Contains(stderr, "no Installation default") {
 			t.Errorf("exit status %d, want 2 and the missing Installation; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 		}
+		code, stdout, stderr = runMain(t, "kubectl-winready", "plan", "-o", "yaml", "--kubeconfig", kubeconfig)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, "kubectl winready: no Installation default") {
+			t.Errorf("kubectl winready plan -o yaml: exit status %d, want 2, nothing on stdout and the missing Installation; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
 	})
 
 	t.Run("IPIP pool: the preflight fails", func(t *testing.T) {
@@ -294,7 +326,40 @@ spec:
 		if strings.Contains(stdout, "STEP") {
 			t.Errorf("a plan was printed for a failed preflight:\n%s", stdout)
 		}
+		code, stdout, stderr = runMain(t, "kubectl-winready", "plan", "-o", "json", "--kubeconfig", kubeconfig)
+		var res struct{ Passed *bool }
+		if err := json.Unmarshal([]byte(stdout), &res); code != 1 || err != nil || res.Passed == nil || *res.Passed {
+			t.Errorf("kubectl winready plan -o json: exit status %d, want 1 and a document with passed false (%v); stdout:\n%s\nstderr:\n%s", code, err, stdout, stderr)
+		}
 	})
+}
+
+// runMain runs the binary as name, as main does.
+func runMain(t *testing.T, name string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errs bytes.Buffer
+	code = Main(append([]string{"/usr/local/bin/" + name}, args...), &out, &errs)
+	return code, out.String(), errs.String()
+}
+
+// contextKubeconfig writes kubeconfig again with its one context named name
+// and a current context whose server nothing listens on.
+func contextKubeconfig(t *testing.T, kubeconfig, name string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx := cfg.Contexts[cfg.CurrentContext]
+	cfg.Contexts = map[string]*clientcmdapi.Context{name: kctx}
+	cfg.Clusters["closed"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	cfg.Contexts["broken"] = &clientcmdapi.Context{Cluster: "closed", AuthInfo: kctx.AuthInfo}
+	cfg.CurrentContext = "broken"
+	path := filepath.Join(t.TempDir(), "contexts.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // readerKubeconfig writes a kubeconfig for user ci-reader, who may get, list

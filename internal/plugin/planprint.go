@@ -127,5 +127,11 @@ func PreflightFailure(res controllers.PlanResult) error {
 	for _, c := range preflight.Failed(res.Checks) {
 		parts = append(parts, c.Name+": "+c.Message)
 	}
-	return fmt.Errorf("preflight failed, the migration would change nothing:\n  %s", strings.Join(parts, "\n  "))
+	return &preflightFailed{withCode(ExitFailed,
+		fmt.Errorf("preflight failed, the migration would change nothing:\n  %s", strings.Join(parts, "\n  ")))}
 }
+
+// preflightFailed is plan's one error that is not exit status 2.
+type preflightFailed struct{ error }
+
+func (e *preflightFailed) Unwrap() error { return e.error }

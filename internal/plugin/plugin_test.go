@@ -68,11 +68,22 @@ func at(minutes int) *metav1.Time {
 
 // seed creates the WindowsReadiness in the middle of a migration: BGP's
 // calico-node rollout under way.
-func seed(t *testing.T) {
+func seed(t *testing.T) { seedAs(t, "", nil) }
+
+// seedAs seeds as field manager manager ("" for the client's default), with
+// mutate applied to the object before it is created.
+func seedAs(t *testing.T, manager string, mutate func(*v1alpha1.WindowsReadiness)) {
 	t.Helper()
 	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
 		Spec: v1alpha1.WindowsReadinessSpec{Direction: v1alpha1.DirectionMigrate}}
-	if err := k8s.Create(context.Background(), wr); err != nil {
+	if mutate != nil {
+		mutate(wr)
+	}
+	var opts []client.CreateOption
+	if manager != "" {
+		opts = append(opts, client.FieldOwner(manager))
+	}
+	if err := k8s.Create(context.Background(), wr, opts...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -126,6 +137,23 @@ func run(t *testing.T, args ...string) (string, error) {
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(context.Background())
 	return out.String(), err
+}
+
+// runCode runs kubectl winready as the binary does: the exit status, stdout
+// and stderr.
+func runCode(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return runCodeWith(t, cfg, args...)
+}
+
+func runCodeWith(t *testing.T, c *rest.Config, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	o := &options{flags: genericclioptions.NewConfigFlags(true), now: func() time.Time { return now },
+		streams:    genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut},
+		restConfig: func() (*rest.Config, error) { return c, nil }}
+	code = execute(context.Background(), o, "kubectl winready", args)
+	return code, out.String(), errOut.String()
 }
 
 func golden(t *testing.T, name, got string) {
@@ -192,9 +220,6 @@ func TestApproveAddsTheStepOnce(t *testing.T) {
 	if got := getWR(t).Spec.ApprovedSteps; len(got) != 1 || got[0] != v1alpha1.StepBGP {
 		t.Errorf("spec.approvedSteps %v", got)
 	}
-	if _, err := run(t, "approve", "Bgp"); err == nil {
-		t.Error("an unknown step was approved")
-	}
 }
 
 func TestPauseResumeAndRollbackEachPatchOneField(t *testing.T) {
@@ -206,9 +231,9 @@ func TestPauseResumeAndRollbackEachPatchOneField(t *testing.T) {
 	}{
 		{"pause", func(wr *v1alpha1.WindowsReadiness) bool { return wr.Spec.Paused }},
 		{"resume", func(wr *v1alpha1.WindowsReadiness) bool { return !wr.Spec.Paused }},
-		{"rollback", func(wr *v1alpha1.WindowsReadiness) bool { return wr.Spec.Direction == v1alpha1.DirectionRollback }},
+		{"rollback --yes", func(wr *v1alpha1.WindowsReadiness) bool { return wr.Spec.Direction == v1alpha1.DirectionRollback }},
 	} {
-		out, err := run(t, tc.cmd)
+		out, err := run(t, strings.Fields(tc.cmd)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,15 +245,16 @@ func TestPauseResumeAndRollbackEachPatchOneField(t *testing.T) {
 	golden(t, "pause-resume-rollback", outs)
 }
 
-func TestPlanWithoutAnInstallationSaysSo(t *testing.T) {
-	for _, args := range [][]string{{"plan"}, {"plan", "-o", "json"}} {
-		_, err := run(t, args...)
-		if err == nil || !strings.Contains(err.Error(), "no Installation default") {
-			t.Errorf("%v: %v, want the missing Installation named", args, err)
+func TestPlanWithoutAnInstallationExits2(t *testing.T) {
+	for _, args := range [][]string{{"plan"}, {"plan", "-o", "json"}, {"plan", "-o", "yaml"}} {
+		code, stdout, stderr := runCode(t, args...)
+		if code != ExitError || stdout != "" || !strings.Contains(stderr, "kubectl winready: no Installation default") {
+			t.Errorf("%v: exit status %d, want 2, nothing on stdout and the missing Installation named; stdout:\n%s\nstderr:\n%s",
+				args, code, stdout, stderr)
 		}
 	}
-	if _, err := run(t, "plan", "-o", "wide"); err == nil || !strings.Contains(err.Error(), "unknown output format") {
-		t.Errorf("-o wide: %v", err)
+	if code, _, stderr := runCode(t, "plan", "-o", "wide"); code != ExitError || !strings.Contains(stderr, "unknown output format") {
+		t.Errorf("-o wide: exit status %d; stderr:\n%s", code, stderr)
 	}
 }
 
@@ -242,18 +268,18 @@ func TestPlanOfASeededCluster(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	out, err := run(t, "plan")
-	golden(t, "plan", fmt.Sprintf("%s--- error: %v\n", out, err))
-	js, err := run(t, "plan", "-o", "json")
+	code, out, stderr := runCode(t, "plan")
+	golden(t, "plan", fmt.Sprintf("%s--- exit status %d, stderr: %q\n", out, code, stderr))
+	code, js, stderr := runCode(t, "plan", "-o", "json")
 	var res struct {
 		Checks []v1alpha1.PreflightCheck `json:"checks"`
 		Passed bool                      `json:"passed"`
 	}
 	if jerr := json.Unmarshal([]byte(js), &res); jerr != nil || len(res.Checks) == 0 {
-		t.Fatalf("-o json printed %q (%v); error %v", js, jerr, err)
+		t.Fatalf("-o json printed %q (%v); stderr %s", js, jerr, stderr)
 	}
-	if (err == nil) != res.Passed {
-		t.Errorf("passed %t but error %v", res.Passed, err)
+	if code != 0 || !res.Passed {
+		t.Errorf("passed %t, exit status %d, want 0; stderr:\n%s", res.Passed, code, stderr)
 	}
 }
 

@@ -31,42 +31,43 @@ func schemeOf() (*runtime.Scheme, error) {
 }
 
 func statusCommand(o *options) *cobra.Command {
-	var output string
+	var output, until string
 	var watch bool
-	var interval time.Duration
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show where the migration stands: conditions, steps, the rollout, the preflight, Windows node joins",
-		Args:  cobra.NoArgs,
+		Long: "Shows the WindowsReadiness as a tree. --watch watches it and prints it again each time its spec or status " +
+			"changes, riding out API errors with a backoff. --until Ready|Stalled|RolledBack watches until the object " +
+			"gets there, then exits 0; it exits 1 when the migration stalls on the way to Ready or RolledBack.",
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if until != "" && !slices.Contains(untilStates, until) {
+				return withCode(ExitError, fmt.Errorf("--until %q: one of %s", until, strings.Join(untilStates, ", ")))
+			}
+			if watch || until != "" {
+				return o.watchStatus(cmd.Context(), output, until)
+			}
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			for {
-				if err := o.status(cmd.Context(), c, output); err != nil || !watch {
-					return err
-				}
-				select {
-				case <-cmd.Context().Done():
-					return nil
-				case <-time.After(interval):
-				}
-				fmt.Fprintln(o.streams.Out)
+			wr, err := o.get(cmd.Context(), c)
+			if err != nil {
+				return err
 			}
+			return o.print(cmd.Context(), c, wr, output)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml: the whole object instead of the tree")
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "print the tree again every --interval until interrupted")
-	cmd.Flags().DurationVar(&interval, "interval", 5*time.Second, "how often --watch prints")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "watch, and print again each time the spec or the status changes")
+	cmd.Flags().StringVar(&until, "until", "", "watch until the WindowsReadiness is Ready, Stalled or RolledBack (implies --watch)")
 	return cmd
 }
 
-func (o *options) status(ctx context.Context, c client.Client, output string) error {
-	wr, err := o.get(ctx, c)
-	if err != nil {
-		return err
-	}
+var untilStates = []string{"Ready", "Stalled", "RolledBack"}
+
+// print writes the WindowsReadiness as the tree, or as JSON or YAML.
+func (o *options) print(ctx context.Context, c client.Client, wr *v1alpha1.WindowsReadiness, output string) error {
 	wr.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("WindowsReadiness"))
 	if done, err := printAs(o.streams.Out, output, wr); done {
 		return err
@@ -86,15 +87,11 @@ const shownEvents = 5
 // Events of a cluster-scoped object live in namespace default.
 func lastEvents(ctx context.Context, c client.Client, wr *v1alpha1.WindowsReadiness) ([]eventsv1.Event, error) {
 	list := &eventsv1.EventList{}
-	if err := c.List(ctx, list, client.InNamespace(corev1.NamespaceDefault)); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(corev1.NamespaceDefault),
+		client.MatchingFields{"regarding.kind": "WindowsReadiness", "regarding.name": wr.Name}); err != nil {
 		return nil, fmt.Errorf("listing the Events of WindowsReadiness %s: %w", wr.Name, err)
 	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "WindowsReadiness" && e.Regarding.Name == wr.Name {
-			out = append(out, e)
-		}
-	}
+	out := list.Items
 	slices.SortFunc(out, func(a, b eventsv1.Event) int { return eventTime(a).Compare(eventTime(b)) })
 	return out[max(len(out)-shownEvents, 0):], nil
 }

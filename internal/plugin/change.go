@@ -1,0 +1,290 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/conditions"
+)
+
+// change is one spec change a command makes.
+type change struct {
+	// spec is what the merge patch sets under spec; nil when the object
+	// holds it already, and unchanged says so.
+	spec      func(wr *v1alpha1.WindowsReadiness) (spec map[string]any, unchanged string, err error)
+	what      string
+	next      string
+	guardByRV bool // a list is replaced whole: guard it with the resourceVersion
+	// confirm, when set, is asked before the change is made or printed.
+	confirm func(wr *v1alpha1.WindowsReadiness) error
+}
+
+// apply makes ch, or, when a GitOps tool owns the object and force is
+// false, prints the spec to commit and changes nothing.
+func (o *options) apply(ctx context.Context, force bool, ch change) error {
+	c, err := o.client()
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("WindowsReadiness"))
+	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return errNoWindowsReadiness
+		}
+		return fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, err)
+	}
+	wr := &v1alpha1.WindowsReadiness{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, wr); err != nil {
+		return fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, err)
+	}
+	spec, unchanged, err := ch.spec(wr)
+	if err != nil {
+		return err
+	}
+	if spec == nil {
+		_, err := fmt.Fprintf(o.streams.Out, "windowsreadiness/%s unchanged: %s\n", v1alpha1.Name, unchanged)
+		return err
+	}
+	if ch.confirm != nil {
+		if err := ch.confirm(wr); err != nil {
+			return err
+		}
+	}
+	if owner := gitOpsOwner(u); owner != "" && !force {
+		return o.printToCommit(u, spec, owner)
+	}
+	patch := map[string]any{"spec": spec}
+	if ch.guardByRV {
+		patch["metadata"] = map[string]any{"resourceVersion": wr.ResourceVersion}
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, wr, client.RawPatch(types.MergePatchType, data), client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("patching WindowsReadiness %s: someone else changed it meanwhile, run the command again: %w", v1alpha1.Name, err)
+		}
+		return fmt.Errorf("patching WindowsReadiness %s: %w", v1alpha1.Name, err)
+	}
+	_, err = fmt.Fprintf(o.streams.Out, "windowsreadiness/%s patched: %s\nnext: %s\n", v1alpha1.Name, ch.what, ch.next)
+	return err
+}
+
+// printToCommit writes the object as it should be in Git, the change made,
+// to stdout, and says why nothing changed.
+func (o *options) printToCommit(u *unstructured.Unstructured, spec map[string]any, owner string) error {
+	newSpec := maps.Clone(u.Object["spec"].(map[string]any))
+	maps.Copy(newSpec, spec)
+	data, err := yaml.Marshal(map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
+		"metadata": map[string]any{"name": u.GetName()}, "spec": newSpec})
+	if err != nil {
+		return err
+	}
+	if _, err := o.streams.Out.Write(data); err != nil {
+		return err
+	}
+	return withCode(ExitManagedByGitOps, fmt.Errorf(
+		"nothing changed: windowsreadiness/%s is managed by %s, which would put the old spec back at its next sync.\n"+
+			"Commit the spec printed above to Git, or run again with --force to patch it as field manager %s "+
+			"(docs/gitops.md says when to)",
+		u.GetName(), owner, FieldManager))
+}
+
+func forceFlag(cmd *cobra.Command, force *bool) {
+	cmd.Flags().BoolVar(force, "force", false,
+		"patch even when Argo CD or Flux manages the WindowsReadiness (which puts its own spec back at the next sync); without it, print the spec to commit")
+}
+
+func approveCommand(o *options) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "approve STEP",
+		Short: "Approve a disruptive step that waits for approval (adds it to spec.approvedSteps): " + joinSteps(v1alpha1.ApprovableSteps),
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			step, err := approvable(args[0])
+			if err != nil {
+				return err
+			}
+			return o.apply(cmd.Context(), force, change{
+				spec: func(wr *v1alpha1.WindowsReadiness) (map[string]any, string, error) {
+					if slices.Contains(wr.Spec.ApprovedSteps, step) {
+						return nil, string(step) + " is approved already", nil
+					}
+					// The whole list, guarded: a merge patch replaces lists,
+					// so an approval made meanwhile must not be lost.
+					return map[string]any{"approvedSteps": append(slices.Clone(wr.Spec.ApprovedSteps), step)}, "", nil
+				},
+				guardByRV: true,
+				what:      "spec.approvedSteps +" + string(step),
+				next:      "kubectl winready status --watch (step " + string(step) + " starts)",
+			})
+		},
+	}
+	forceFlag(cmd, &force)
+	return cmd
+}
+
+// approvable is the approvable step name, whatever its case, or an error
+// naming the approvable steps.
+func approvable(arg string) (v1alpha1.StepName, error) {
+	for _, s := range v1alpha1.ApprovableSteps {
+		if strings.EqualFold(arg, string(s)) {
+			return s, nil
+		}
+	}
+	steps := joinSteps(v1alpha1.ApprovableSteps)
+	for _, s := range v1alpha1.StepNames {
+		if strings.EqualFold(arg, string(s)) {
+			return "", withCode(ExitError, fmt.Errorf("step %s never waits for approval: only %s do", s, steps))
+		}
+	}
+	best, dist := v1alpha1.StepName(""), 4
+	for _, s := range v1alpha1.ApprovableSteps {
+		if d := distance(strings.ToLower(arg), strings.ToLower(string(s))); d < dist {
+			best, dist = s, d
+		}
+	}
+	if best != "" {
+		return "", withCode(ExitError, fmt.Errorf("unknown step %q: did you mean %s? The approvable steps are %s", arg, best, steps))
+	}
+	return "", withCode(ExitError, fmt.Errorf("unknown step %q: the approvable steps are %s", arg, steps))
+}
+
+func joinSteps(steps []v1alpha1.StepName) string {
+	s := make([]string, len(steps))
+	for i, st := range steps {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
+}
+
+// distance is the Levenshtein distance of a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return withCode(ExitError, err)
+		}
+		return nil
+	}
+}
+
+func pauseCommand(o *options, pause bool) *cobra.Command {
+	use, short, what, next := "pause", "Pause before the next change (spec.paused: true)", "spec.paused true",
+		"kubectl winready status (the step under way finishes its wait; no new change starts)"
+	already := "paused already"
+	if !pause {
+		use, short, what, next = "resume", "Resume a paused migration or rollback (spec.paused: false)", "spec.paused false",
+			"kubectl winready status --watch"
+		already = "not paused"
+	}
+	var force bool
+	cmd := &cobra.Command{
+		Use: use, Short: short, Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.apply(cmd.Context(), force, change{
+				spec: func(wr *v1alpha1.WindowsReadiness) (map[string]any, string, error) {
+					if wr.Spec.Paused == pause {
+						return nil, already, nil
+					}
+					return map[string]any{"paused": pause}, "", nil
+				},
+				what: what, next: next,
+			})
+		},
+	}
+	forceFlag(cmd, &force)
+	return cmd
+}
+
+func rollbackCommand(o *options) *cobra.Command {
+	var force, yes bool
+	cmd := &cobra.Command{
+		Use:   "rollback",
+		Short: "Roll the migration back to the recorded originals (spec.direction: Rollback); refused while Windows nodes exist",
+		Long: "Shows the steps a rollback reverts, in the order it reverts them, and sets spec.direction: Rollback once " +
+			"confirmed with --yes. Refused while condition RollbackAllowed is False (Windows nodes exist).",
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.apply(cmd.Context(), force, change{
+				spec: func(wr *v1alpha1.WindowsReadiness) (map[string]any, string, error) {
+					if wr.Spec.Direction == v1alpha1.DirectionRollback {
+						return nil, "spec.direction is Rollback already", nil
+					}
+					if c := meta.FindStatusCondition(wr.Status.Conditions, conditions.RollbackAllowed); c != nil && c.Status == "False" {
+						return nil, "", withCode(ExitRefused, fmt.Errorf("rollback refused: %s (%s): %s",
+							conditions.RollbackAllowed, c.Reason, c.Message))
+					}
+					return map[string]any{"direction": v1alpha1.DirectionRollback}, "", nil
+				},
+				confirm: func(wr *v1alpha1.WindowsReadiness) error {
+					o.printReversePlan(wr)
+					if !yes {
+						return withCode(ExitRefused, errors.New("nothing changed: run again with --yes to roll back"))
+					}
+					return nil
+				},
+				what: "spec.direction Rollback",
+				next: "kubectl winready status --watch (phase RollingBack, then RolledBack)",
+			})
+		},
+	}
+	forceFlag(cmd, &force)
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "roll back without asking")
+	return cmd
+}
+
+// printReversePlan writes the steps a rollback reverts, last changed first.
+func (o *options) printReversePlan(wr *v1alpha1.WindowsReadiness) {
+	var steps []v1alpha1.StepStatus
+	for _, s := range wr.Status.Steps {
+		if s.Changed {
+			steps = append(steps, s)
+		}
+	}
+	if len(steps) == 0 {
+		fmt.Fprintln(o.streams.ErrOut, "A rollback reverts nothing: no step has changed the cluster.")
+		return
+	}
+	fmt.Fprintf(o.streams.ErrOut, "A rollback reverts, in this order, to the values recorded in status.originals:\n")
+	for i, s := range slices.Backward(steps) {
+		fmt.Fprintf(o.streams.ErrOut, "  %d. %s (%s)\n", len(steps)-i, s.Name, s.State)
+	}
+}
