@@ -81,6 +81,7 @@ test: envtest-assets ## Run every test on envtest (an as-installed smoke test of
 		-ginkgo.focus '$(E2E_SMOKE)'
 	$(MAKE) kit-example
 	$(MAKE) rules-test
+	$(MAKE) gitops-docs-test
 
 # Flakes found, not hidden: the controllers' packages N times in a row, in
 # random order, with the race detector.
