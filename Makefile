@@ -69,6 +69,7 @@ test: envtest-assets build vet ## Run every test on envtest (the end-to-end scen
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./... -p 1 -count=1 -timeout 30m $(GINKGO_FLAGS)
 	$(MAKE) kit-example
 	$(MAKE) rules-test
+	$(MAKE) chart-test
 
 .PHONY: kit-example
 kit-example: envtest-assets ## Run test/ci-example: a platform team's CI suite, a module of its own, on the test kit.
@@ -80,6 +81,15 @@ kit-example: envtest-assets ## Run test/ci-example: a platform team's CI suite, 
 rules-test: ## Evaluate config/prometheus's alerts with Prometheus's PromQL engine (test/prometheus, a module of its own).
 	cd test/prometheus && { go mod tidy -diff || { echo "test/prometheus: run go mod tidy there and commit"; exit 1; }; }
 	cd test/prometheus && go vet ./... && go test ./... -count=1
+
+.PHONY: chart-test
+chart-test: ## Render the Helm chart hack/release generates with the Helm SDK and compare it with install.yaml (test/chart, a module of its own).
+	cd test/chart && { go mod tidy -diff || { echo "test/chart: run go mod tidy there and commit"; exit 1; }; }
+	cd test/chart && go vet ./... && go test ./... -count=1
+
+.PHONY: chart
+chart: image ## Generate the Helm chart from config/ into dist/chart/winready and package it (dist/winready-<version>.tgz), beside install.yaml.
+	go run ./hack/release manifests --version $(VERSION) --registry $(REGISTRY) --out dist
 
 .PHONY: demo
 demo: envtest-assets ## Run the operator on a local control plane with a simulated Calico cluster.
@@ -128,7 +138,7 @@ image: ## Build the image without a Docker engine: dist/image (OCI layout, linux
 	go run ./hack/release image --version $(VERSION) --out dist
 
 .PHONY: release
-release: ## Write the release into dist/: image, install.yaml pinned by digest, binaries, SBOM, SHA256SUMS.
+release: ## Write the release into dist/: image, install.yaml pinned by digest, the Helm chart, binaries, plugin archives, krew manifest, SBOM, SHA256SUMS.
 	rm -rf dist
 	go run ./hack/release release --version $(VERSION) --registry $(REGISTRY) --out dist
 
@@ -138,3 +148,4 @@ release-check: release envtest-assets ## Build the release and check it: image c
 		go test ./hack/release/ -count=1 -run TestTheReleaseAsBuilt -v
 	cd test/krew && { go mod tidy -diff || { echo "test/krew: run go mod tidy there and commit"; exit 1; }; }
 	cd test/krew && WINREADY_DIST=$(CURDIR)/dist go test ./... -count=1 -v
+	cd test/chart && WINREADY_DIST=$(CURDIR)/dist go test ./... -count=1 -v
