@@ -142,6 +142,20 @@ release: ## Write the release into dist/: image, install.yaml pinned by digest, 
 	rm -rf dist
 	go run ./hack/release release --version $(VERSION) --registry $(REGISTRY) --out dist
 
+# The tools publish runs, from the Go module proxy at pinned versions.
+CRANE := go run github.com/google/go-containerregistry/cmd/crane@v0.22.1
+HELM := go run helm.sh/helm/v3/cmd/helm@v3.22.0
+
+.PHONY: publish
+publish: ## Push dist/ (after make release): the image index with both platforms (crane push of the OCI layout, which keeps the digest install.yaml pins) and the chart (helm push). REGISTRY_USER and REGISTRY_PASSWORD log in.
+	@if [ -n "$${REGISTRY_USER:-}" ]; then \
+		echo "$$REGISTRY_PASSWORD" | $(CRANE) auth login "$(firstword $(subst /, ,$(REGISTRY)))" -u "$$REGISTRY_USER" --password-stdin; \
+		echo "$$REGISTRY_PASSWORD" | $(HELM) registry login "$(firstword $(subst /, ,$(REGISTRY)))" -u "$$REGISTRY_USER" --password-stdin; \
+	fi
+	$(CRANE) push dist/image $(REGISTRY)/winready:$(VERSION)
+	test "$$($(CRANE) digest $(REGISTRY)/winready:$(VERSION))" = "$$(cat dist/image.digest)"
+	$(HELM) push dist/winready-*.tgz oci://$(REGISTRY)/charts
+
 .PHONY: release-check
 release-check: release envtest-assets ## Build the release and check it: image config, its binary runs, a rebuild has the same digest, install.yaml applies.
 	WINREADY_DIST=$(CURDIR)/dist WINREADY_VERSION=$(VERSION) WINREADY_REGISTRY=$(REGISTRY) KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) \
