@@ -65,7 +65,7 @@ $(CRDS):
 
 # The packages whose tests start an envtest control plane (each its own, on
 # free ports): they run again every time. The others keep Go's test cache.
-ENVTEST_PKGS := ./controllers/ ./hack/release/ ./internal/calico/ ./internal/cli/ ./internal/plugin/ ./test/calicosim/ ./test/kit/
+ENVTEST_PKGS := ./config/rbac/ ./controllers/ ./hack/release/ ./internal/calico/ ./internal/cli/ ./internal/plugin/ ./test/calicosim/ ./test/kit/
 # The end-to-end scenarios on the simulator, as a smoke test of winready as
 # installed (its manifest, its binary under its ServiceAccount): the whole
 # set runs against the real Tigera operator in make e2e.
@@ -82,6 +82,7 @@ test: envtest-assets ## Run every test on envtest (an as-installed smoke test of
 	$(MAKE) kit-example
 	$(MAKE) rules-test
 	$(MAKE) gitops-docs-test
+	$(MAKE) chart-test
 
 # Flakes found, not hidden: the controllers' packages N times in a row, in
 # random order, with the race detector.
@@ -107,6 +108,15 @@ gitops-docs-test: ## Decode docs/gitops.md's and docs/fleet.md's manifests into 
 rules-test: ## Evaluate config/prometheus's alerts with Prometheus's PromQL engine (test/prometheus, a module of its own).
 	cd test/prometheus && { go mod tidy -diff || { echo "test/prometheus: run go mod tidy there and commit"; exit 1; }; }
 	cd test/prometheus && go vet ./... && go test ./... -count=1
+
+.PHONY: chart-test
+chart-test: ## Render the Helm chart hack/release generates with the Helm SDK and compare it with install.yaml (test/chart, a module of its own).
+	cd test/chart && { go mod tidy -diff || { echo "test/chart: run go mod tidy there and commit"; exit 1; }; }
+	cd test/chart && go vet ./... && go test ./... -count=1
+
+.PHONY: chart
+chart: image ## Generate the Helm chart from config/ into dist/chart/winready and package it (dist/winready-<version>.tgz), beside install.yaml.
+	go run ./hack/release manifests --version $(VERSION) --registry $(REGISTRY) --out dist
 
 .PHONY: demo
 demo: envtest-assets ## Run the operator on a local control plane with a simulated Calico cluster.
@@ -155,9 +165,23 @@ image: ## Build the image without a Docker engine: dist/image (OCI layout, linux
 	go run ./hack/release image --version $(VERSION) --out dist
 
 .PHONY: release
-release: ## Write the release into dist/: image, install.yaml pinned by digest, binaries, SBOM, SHA256SUMS.
+release: ## Write the release into dist/: image, install.yaml pinned by digest, the Helm chart, binaries, plugin archives, krew manifest, SBOM, SHA256SUMS.
 	rm -rf dist
 	go run ./hack/release release --version $(VERSION) --registry $(REGISTRY) --out dist
+
+# The tools publish runs, from the Go module proxy at pinned versions.
+CRANE := go run github.com/google/go-containerregistry/cmd/crane@v0.22.1
+HELM := go run helm.sh/helm/v3/cmd/helm@v3.22.0
+
+.PHONY: publish
+publish: ## Push dist/ (after make release): the image index with both platforms (crane push of the OCI layout, which keeps the digest install.yaml pins) and the chart (helm push). REGISTRY_USER and REGISTRY_PASSWORD log in.
+	@if [ -n "$${REGISTRY_USER:-}" ]; then \
+		echo "$$REGISTRY_PASSWORD" | $(CRANE) auth login "$(firstword $(subst /, ,$(REGISTRY)))" -u "$$REGISTRY_USER" --password-stdin; \
+		echo "$$REGISTRY_PASSWORD" | $(HELM) registry login "$(firstword $(subst /, ,$(REGISTRY)))" -u "$$REGISTRY_USER" --password-stdin; \
+	fi
+	$(CRANE) push dist/image $(REGISTRY)/winready:$(VERSION)
+	test "$$($(CRANE) digest $(REGISTRY)/winready:$(VERSION))" = "$$(cat dist/image.digest)"
+	$(HELM) push dist/winready-*.tgz oci://$(REGISTRY)/charts
 
 .PHONY: release-check
 release-check: release envtest-assets ## Build the release and check it: image config, its binary runs, a rebuild has the same digest, install.yaml applies.
@@ -165,3 +189,4 @@ release-check: release envtest-assets ## Build the release and check it: image c
 		go test ./hack/release/ -count=1 -run TestTheReleaseAsBuilt -v
 	cd test/krew && { go mod tidy -diff || { echo "test/krew: run go mod tidy there and commit"; exit 1; }; }
 	cd test/krew && WINREADY_DIST=$(CURDIR)/dist go test ./... -count=1 -v
+	cd test/chart && WINREADY_DIST=$(CURDIR)/dist go test ./... -count=1 -v

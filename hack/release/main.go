@@ -3,6 +3,7 @@
 //
 //	go run ./hack/release image   --version v0.1.0            # dist/image: OCI layout, two platforms
 //	go run ./hack/release release --version v0.1.0 --registry ghcr.io/winready
+//	go run ./hack/release manifests --version v0.1.0 --digest sha256:...   # install.yaml and the chart only
 //
 // The image is the same as the Dockerfile's: a static, -trimpath binary as
 // /winready, user 65532, with OCI labels; every timestamp is the commit's, so
@@ -53,8 +54,8 @@ func main() {
 }
 
 func run(args []string) error {
-	if len(args) == 0 || (args[0] != "image" && args[0] != "release") {
-		return errors.New("usage: release image|release [--version v0.1.0] [--registry REGISTRY] [--out dist]")
+	if len(args) == 0 || (args[0] != "image" && args[0] != "release" && args[0] != "manifests") {
+		return errors.New("usage: release image|release|manifests [--version v0.1.0] [--registry REGISTRY] [--out dist] [--digest sha256:...]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	o := options{}
@@ -63,6 +64,7 @@ func run(args []string) error {
 	fs.StringVar(&o.out, "out", "dist", "where to write")
 	fs.StringVar(&o.repo, "repo", ".", "the checkout to build")
 	fs.StringVar(&o.downloads, "downloads", "", "where the release's files are published, for the krew manifest; default the GitHub release of --version")
+	pinned := fs.String("digest", "", "manifests: the image digest install.yaml and the chart pin (default: OUT/image.digest, as make image writes it)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -72,6 +74,16 @@ func run(args []string) error {
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
+	}
+	if args[0] == "manifests" {
+		if *pinned == "" {
+			data, err := os.ReadFile(filepath.Join(o.out, "image.digest"))
+			if err != nil {
+				return fmt.Errorf("no --digest and no image digest: %w (make image writes it)", err)
+			}
+			*pinned = strings.TrimSpace(string(data))
+		}
+		return writeManifests(o, *pinned)
 	}
 	digest, err := buildImage(o)
 	if err != nil {
@@ -172,13 +184,7 @@ func buildRelease(o options, digest string) error {
 	if err := goBuild(o, "windows", "amd64", exe); err != nil {
 		return err
 	}
-	repository := strings.TrimSuffix(o.registry, "/") + "/winready"
-	manifest, err := renderInstall(filepath.Join(o.repo, "config"), repository, digest)
-	if err != nil {
-		return err
-	}
-	header := fmt.Sprintf("# winready %s (revision %s): kubectl apply -f install.yaml\n# image %s@%s\n", o.version, o.revision, repository, digest)
-	if err := os.WriteFile(filepath.Join(o.out, "install.yaml"), append([]byte(header), manifest...), 0o644); err != nil {
+	if err := writeManifests(o, digest); err != nil {
 		return err
 	}
 	if err := sbom(o); err != nil {
@@ -192,6 +198,32 @@ func buildRelease(o options, digest string) error {
 		return err
 	}
 	return checksums(o.out)
+}
+
+// writeManifests writes install.yaml pinned to the image's digest and, from
+// the same kustomize build, the Helm chart: its directory (out/chart/winready)
+// and its package (out/winready-<chart version>.tgz).
+func writeManifests(o options, digest string) error {
+	repository := strings.TrimSuffix(o.registry, "/") + "/winready"
+	config := filepath.Join(o.repo, "config")
+	manifest, err := renderInstall(config, repository, digest)
+	if err != nil {
+		return err
+	}
+	header := fmt.Sprintf("# winready %s (revision %s): kubectl apply -f install.yaml\n# image %s@%s\n", o.version, o.revision, repository, digest)
+	if err := os.WriteFile(filepath.Join(o.out, "install.yaml"), append([]byte(header), manifest...), 0o644); err != nil {
+		return err
+	}
+	chartDir := filepath.Join(o.out, "chart")
+	if err := writeChart(config, chartDir, o.version, manifest, repository, digest); err != nil {
+		return fmt.Errorf("writing the chart: %w", err)
+	}
+	file, err := packageChart(chartDir, o.out, o.epoch)
+	if err != nil {
+		return fmt.Errorf("packaging the chart: %w", err)
+	}
+	fmt.Printf("chart %s\n", file)
+	return nil
 }
 
 // sbom writes the CycloneDX SBOM of the Go modules linked into the image's

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -298,9 +299,16 @@ func checkKrew(t *testing.T, dist string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hdr, err := tar.NewReader(gz).Next()
+		tr := tar.NewReader(gz)
+		hdr, err := tr.Next()
 		if err != nil || hdr.Name != pl.Bin || hdr.Mode != 0o755 {
 			t.Errorf("%s holds %v (%v), want %s", archive, hdr, err, pl.Bin)
+		}
+		if hdr, err = tr.Next(); err != nil || hdr.Name != licenseFile {
+			t.Errorf("%s holds no %s after the binary: %v (%v)", archive, licenseFile, hdr, err)
+		}
+		if !slices.ContainsFunc(pl.Files, func(f map[string]string) bool { return f["from"] == licenseFile }) {
+			t.Errorf("%s: the krew manifest does not install %s", archive, licenseFile)
 		}
 	}
 }
@@ -331,10 +339,14 @@ func checkSums(t *testing.T, dist string) {
 	}
 	for _, want := range []string{"install.yaml", "image.digest", "winready-image.tar", "sbom.cdx.json", "winready.krew.yaml",
 		"kubectl-winready_linux_amd64.tar.gz", "kubectl-winready_windows_amd64.tar.gz",
+		"kubectl-winready_darwin_amd64.tar.gz", "kubectl-winready_darwin_arm64.tar.gz",
 		"winready.exe", "winready-linux-amd64", "winready-linux-arm64"} {
 		if !listed[want] {
 			t.Errorf("SHA256SUMS does not list %s", want)
 		}
+	}
+	if charts, _ := filepath.Glob(filepath.Join(dist, "winready-*.tgz")); len(charts) != 1 || !listed[filepath.Base(charts[0])] {
+		t.Errorf("the release's chart packages %v, want one, listed in SHA256SUMS", charts)
 	}
 }
 
@@ -369,5 +381,60 @@ func applyToEnvtest(t *testing.T, manifest string) {
 	}
 	if err := install.Apply(context.Background(), c, objs); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestPluginArchivesHoldTheBinaryAndTheLicense(t *testing.T) {
+	dir := t.TempDir()
+	bin, lic := filepath.Join(dir, "bin"), filepath.Join(dir, "LICENSE")
+	if err := os.WriteFile(bin, []byte("binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lic, []byte("Apache License"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	name, _, err := pluginArchive(dir, bin, lic, "darwin", "arm64", testMeta.Created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	files := map[string]string{}
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[hdr.Name] = string(data)
+	}
+	if name != "kubectl-winready_darwin_arm64.tar.gz" || files["kubectl-winready"] != "binary" || files["LICENSE"] != "Apache License" || len(files) != 2 {
+		t.Errorf("%s holds %v", name, files)
+	}
+}
+
+func TestTheRepositoryHasTheApacheLicense(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", licenseFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Apache License", "Version 2.0, January 2004", "END OF TERMS AND CONDITIONS"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("LICENSE lacks %q", want)
+		}
 	}
 }

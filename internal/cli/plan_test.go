@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/detect"
@@ -155,7 +156,7 @@ func TestReadOnlyConfig(t *testing.T) {
 	}
 }
 
-// TestPlan runs winready plan with a kubeconfig that may only read, against
+// TestPlan runs winready plan under the ClusterRole winready-plan, against
 // envtest with the simulated Tigera operator.
 func TestPlan(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
@@ -362,16 +363,24 @@ func contextKubeconfig(t *testing.T, kubeconfig, name string) string {
 	return path
 }
 
-// readerKubeconfig writes a kubeconfig for user ci-reader, who may get, list
-// and watch everything and nothing more.
+// readerKubeconfig writes a kubeconfig for user ci-reader, bound to the
+// ClusterRole winready-plan as config/rbac ships it: what winready plan reads
+// and nothing more.
 func readerKubeconfig(t *testing.T, ctx context.Context, env *envtest.Environment, admin client.Client) string {
 	t.Helper()
-	const name = "winready-plan-reader"
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
-	}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "plan_role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.UnmarshalStrict(data, role); err != nil {
+		t.Fatalf("decoding plan_role.yaml: %v", err)
+	}
+	if role.Name != "winready-plan" {
+		t.Fatalf("plan_role.yaml holds ClusterRole %q, want winready-plan", role.Name)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ci-reader-winready-plan"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "ci-reader"}},
 	}
 	for _, obj := range []client.Object{role, binding} {
@@ -389,7 +398,7 @@ func readerKubeconfig(t *testing.T, ctx context.Context, env *envtest.Environmen
 	}
 	// The authorizer sees the binding once its informer has it.
 	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := reader.List(ctx, &operatorv1.InstallationList{})
+		err := reader.List(ctx, &corev1.NodeList{})
 		return err == nil, ignoreForbidden(err)
 	})
 	if err != nil {
@@ -399,8 +408,7 @@ func readerKubeconfig(t *testing.T, ctx context.Context, env *envtest.Environmen
 	if err := reader.Create(ctx, cm); !apierrors.IsForbidden(err) {
 		t.Fatalf("ci-reader may write (%v): the test would not show that plan only reads", err)
 	}
-	data, err := user.KubeConfig()
-	if err != nil {
+	if data, err = user.KubeConfig(); err != nil {
 		t.Fatal(err)
 	}
 	return writeFile(t, "ci-reader.kubeconfig", string(data))

@@ -2,7 +2,9 @@
 // to and the commit it was built from. Release builds stamp both with
 // -ldflags "-X github.com/winready/winready/internal/version.Version=v0.1.0
 // -X github.com/winready/winready/internal/version.Revision=<commit>"; a
-// plain go build falls back to the VCS information Go records itself.
+// plain go build falls back to what Go records itself: the module's version
+// for `go install github.com/winready/winready@v0.1.0`, the VCS revision for a
+// build in a checkout.
 package version
 
 import (
@@ -25,20 +27,30 @@ type Info struct {
 	Platform  string `json:"platform"`
 }
 
-// Get returns this build's identity. The revision is the stamped one, else
-// the commit Go recorded when it built from a checkout, else "unknown".
+// Get returns this build's identity. The version is the stamped one, else the
+// module version `go install ...@vX` recorded, else "dev". The revision is the
+// stamped one, else the commit Go recorded when it built from a checkout,
+// else "unknown".
 func Get() Info {
 	return get(Version, Revision, debug.ReadBuildInfo)
 }
 
 func get(v, rev string, read func() (*debug.BuildInfo, bool)) Info {
+	bi, ok := read()
+	if !ok {
+		bi = &debug.BuildInfo{}
+	}
+	// go install ...@vX records the module's version; a build of the main
+	// module in a checkout records "(devel)" or, with -buildvcs, a version
+	// derived from the VCS, which is what it is built from too.
+	if v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
 	if rev == "" {
 		rev = "unknown"
-		if bi, ok := read(); ok {
-			for _, s := range bi.Settings {
-				if s.Key == "vcs.revision" {
-					rev = s.Value
-				}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				rev = s.Value
 			}
 		}
 	}

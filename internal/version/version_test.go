@@ -29,3 +29,25 @@ func TestGetPrefersTheStampedRevision(t *testing.T) {
 		})
 	}
 }
+
+func TestGoInstallBuildsTakeTheModuleVersion(t *testing.T) {
+	info := func(version string) func() (*debug.BuildInfo, bool) {
+		return func() (*debug.BuildInfo, bool) {
+			return &debug.BuildInfo{Main: debug.Module{Path: "github.com/winready/winready", Version: version}}, true
+		}
+	}
+	for _, tc := range []struct {
+		name, stamped, module, want string
+	}{
+		{"go install ...@v0.2.0", "dev", "v0.2.0", "v0.2.0"},
+		{"a build in a checkout", "dev", "(devel)", "dev"},
+		{"no build info", "dev", "", "dev"},
+		{"a release build is stamped", "v0.1.0", "v0.2.0", "v0.1.0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := get(tc.stamped, "abc", info(tc.module)).Version; got != tc.want {
+				t.Errorf("version %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,454 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// The Helm chart is generated from the same kustomize build as install.yaml,
+// so that the two cannot drift: every object of config/default becomes a
+// template (the CRD goes to crds/, which Helm installs first and keeps on
+// uninstall), and the fields a platform team sets are cut out of the manager's
+// Deployment and replaced by values whose defaults are what config/default
+// holds. test/chart renders the chart with the Helm SDK and compares it with
+// install.yaml.
+
+// A hole is a field of a rendered object replaced by a template: the
+// generator writes its marker as the field's value (or, to add to a map
+// that has entries, as a key), and fillHoles turns the marker's line into
+// Helm template text.
+type hole int
+
+const (
+	// scalar: `key: <expr>`.
+	scalar hole = iota
+	// block: the key and the value's YAML, only when the value is set.
+	block
+	// merge: the value's entries, added to the map the marker is in.
+	merge
+)
+
+var holes = map[string]struct {
+	kind hole
+	expr string
+}{
+	"IMAGE":             {scalar, `include "winready.image" . | quote`},
+	"REPLICAS":          {scalar, `.Values.replicas`},
+	"RESOURCES":         {block, `.Values.resources`},
+	"NODESELECTOR":      {block, `.Values.nodeSelector`},
+	"TOLERATIONS":       {block, `.Values.tolerations`},
+	"PRIORITYCLASSNAME": {block, `.Values.priorityClassName`},
+	"ANNOTATIONS":       {block, `.Values.commonAnnotations`},
+	"MERGEANNOTATIONS":  {merge, `.Values.commonAnnotations`},
+	"SMLABELS":          {merge, `.Values.serviceMonitor.labels`},
+	"RULELABELS":        {merge, `.Values.prometheusRule.labels`},
+}
+
+func marker(name string) string { return "@@" + name + "@@" }
+
+var holeLine = regexp.MustCompile(`^( *)(- )?(?:([^:'"]+): '?@@([A-Z]+)@@'?|'?@@([A-Z]+)@@'?: "")$`)
+
+// fillHoles turns each marker line of a marshalled object into template text.
+func fillHoles(doc string) (string, error) {
+	var out []string
+	for line := range strings.Lines(doc) {
+		line = strings.TrimSuffix(line, "\n")
+		m := holeLine.FindStringSubmatch(line)
+		if m == nil {
+			out = append(out, line)
+			continue
+		}
+		indent, key, name := m[1], m[3], m[4]
+		if m[2] != "" {
+			return "", fmt.Errorf("a hole in a list item: %q", line)
+		}
+		if name == "" {
+			name = m[5]
+		}
+		h, ok := holes[name]
+		if !ok {
+			return "", fmt.Errorf("unknown hole %s", name)
+		}
+		switch {
+		case h.kind == scalar && key != "":
+			out = append(out, fmt.Sprintf("%s%s: {{ %s }}", indent, key, h.expr))
+		case h.kind == block && key != "" && name == "PRIORITYCLASSNAME":
+			out = append(out, fmt.Sprintf("{{- with %s }}", h.expr), fmt.Sprintf("%s%s: {{ . | quote }}", indent, key), "{{- end }}")
+		case h.kind == block && key != "":
+			out = append(out, fmt.Sprintf("{{- with %s }}", h.expr), fmt.Sprintf("%s%s:", indent, key),
+				fmt.Sprintf("{{- toYaml . | nindent %d }}", len(indent)+2), "{{- end }}")
+		case h.kind == merge && key == "":
+			out = append(out, fmt.Sprintf("{{- with %s }}", h.expr), fmt.Sprintf("{{- toYaml . | nindent %d }}", len(indent)), "{{- end }}")
+		default:
+			return "", fmt.Errorf("hole %s in the wrong place: %q", name, line)
+		}
+	}
+	return strings.Join(out, "\n") + "\n", nil
+}
+
+// escapeTemplates keeps text that looks like a Go template (the alerts'
+// {{ $labels.reason }}) as it is through Helm's rendering.
+func escapeTemplates(s string) string {
+	return regexp.MustCompile(`\{\{|\}\}`).ReplaceAllStringFunc(s, func(m string) string {
+		return `{{ "` + m + `" }}`
+	})
+}
+
+var semverTag = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+
+// chartVersion is the chart's SemVer 2 version: the release's without its v;
+// a build that is not of a tag gets a pre-release of 0.0.0.
+func chartVersion(version string) string {
+	if semverTag.MatchString(version) {
+		return strings.TrimPrefix(version, "v")
+	}
+	clean := regexp.MustCompile(`[^0-9A-Za-z-]+`).ReplaceAllString(version, "-")
+	return "0.0.0-" + strings.Trim(clean, "-")
+}
+
+// splitDocs decodes a multi-document YAML stream into objects.
+func splitDocs(stream []byte) ([]map[string]any, error) {
+	var objs []map[string]any
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(stream), -1) {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		obj := map[string]any{}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			return nil, err
+		}
+		if len(obj) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+	return objs, nil
+}
+
+func nested(obj map[string]any, path ...string) map[string]any {
+	for _, p := range path {
+		next, _ := obj[p].(map[string]any)
+		if next == nil {
+			next = map[string]any{}
+			obj[p] = next
+		}
+		obj = next
+	}
+	return obj
+}
+
+// chartValues are the chart's defaults, taken from the rendered Deployment.
+type chartValues struct {
+	repository, digest string
+	replicas           any
+	resources          any
+	nodeSelector       any
+	tolerations        any
+	priorityClassName  any
+}
+
+// templateDeployment cuts the values' holes into the manager's Deployment.
+func templateDeployment(obj map[string]any, v *chartValues) error {
+	spec := nested(obj, "spec")
+	v.replicas = spec["replicas"]
+	spec["replicas"] = marker("REPLICAS")
+	pod := nested(spec, "template", "spec")
+	v.nodeSelector, v.tolerations, v.priorityClassName = pod["nodeSelector"], pod["tolerations"], pod["priorityClassName"]
+	pod["nodeSelector"], pod["tolerations"], pod["priorityClassName"] = marker("NODESELECTOR"), marker("TOLERATIONS"), marker("PRIORITYCLASSNAME")
+	containers, _ := pod["containers"].([]any)
+	found := 0
+	for _, c := range containers {
+		c, _ := c.(map[string]any)
+		if c["name"] != "manager" {
+			continue
+		}
+		found++
+		v.resources = c["resources"]
+		c["resources"] = marker("RESOURCES")
+		c["image"] = marker("IMAGE")
+		env, _ := c["env"].([]any)
+		for _, e := range env {
+			if e, _ := e.(map[string]any); e["name"] == "WINREADY_IMAGE" {
+				e["value"] = marker("IMAGE")
+				found++
+			}
+		}
+	}
+	if found != 2 {
+		return fmt.Errorf("the Deployment winready-manager has no container manager with WINREADY_IMAGE")
+	}
+	return nil
+}
+
+// annotate adds the commonAnnotations hole to an object's metadata.
+func annotate(obj map[string]any) {
+	meta := nested(obj, "metadata")
+	if ann, _ := meta["annotations"].(map[string]any); len(ann) > 0 {
+		ann[marker("MERGEANNOTATIONS")] = ""
+		return
+	}
+	meta["annotations"] = marker("ANNOTATIONS")
+}
+
+// buildPrometheus builds config/prometheus, as kubectl apply -k would.
+func buildPrometheus(configDir string) ([]byte, error) {
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(configDir, "prometheus"))
+	if err != nil {
+		return nil, fmt.Errorf("building config/prometheus: %w", err)
+	}
+	return res.AsYaml()
+}
+
+// writeChart writes the chart of install (config/default as rendered for
+// the release) and config/prometheus into dir/winready.
+func writeChart(configDir, dir, version string, install []byte, repository, digest string) error {
+	objs, err := splitDocs(install)
+	if err != nil {
+		return fmt.Errorf("reading install.yaml: %w", err)
+	}
+	root := filepath.Join(dir, "winready")
+	if err := os.RemoveAll(root); err != nil {
+		return err
+	}
+	files := map[string][]byte{}
+	v := chartValues{repository: repository, digest: digest}
+	var templates []string
+	seenDeployment := false
+	for _, obj := range objs {
+		meta := nested(obj, "metadata")
+		kind, name := obj["kind"].(string), meta["name"].(string)
+		if kind == "CustomResourceDefinition" {
+			data, err := yaml.Marshal(obj)
+			if err != nil {
+				return err
+			}
+			files["crds/"+name+".yaml"] = data
+			continue
+		}
+		if kind == "Deployment" && name == "winready-manager" {
+			if err := templateDeployment(obj, &v); err != nil {
+				return err
+			}
+			seenDeployment = true
+		}
+		annotate(obj)
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		doc, err := fillHoles(escapeTemplates(string(data)))
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", kind, name, err)
+		}
+		templates = append(templates, doc)
+	}
+	if !seenDeployment {
+		return fmt.Errorf("install.yaml has no Deployment winready-manager")
+	}
+	files["templates/winready.yaml"] = []byte("# Generated by hack/release from config/default: edit config/, not this file.\n---\n" +
+		strings.Join(templates, "---\n"))
+
+	prom, err := buildPrometheus(configDir)
+	if err != nil {
+		return err
+	}
+	pobjs, err := splitDocs(prom)
+	if err != nil {
+		return err
+	}
+	for _, obj := range pobjs {
+		kind := obj["kind"].(string)
+		var cond, labels string
+		switch kind {
+		case "ServiceMonitor":
+			cond, labels = ".Values.serviceMonitor.enabled", "SMLABELS"
+		case "PrometheusRule":
+			cond, labels = ".Values.prometheusRule.enabled", "RULELABELS"
+		default:
+			return fmt.Errorf("config/prometheus holds a %s, which the chart has no value for", kind)
+		}
+		nested(obj, "metadata", "labels")[marker(labels)] = ""
+		annotate(obj)
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		doc, err := fillHoles(escapeTemplates(string(data)))
+		if err != nil {
+			return fmt.Errorf("%s: %w", kind, err)
+		}
+		files["templates/"+strings.ToLower(kind)+".yaml"] = []byte("# Generated by hack/release from config/prometheus.\n{{- if " + cond + " }}\n" + doc + "{{- end }}\n")
+	}
+	files["templates/_helpers.tpl"] = []byte(`{{/* The manager's image, which is also WINREADY_IMAGE: the probe agents' image, which the
+admission policy winready-probe-daemonset admits only when it is the manager's. */}}
+{{- define "winready.image" -}}
+{{ required "image.repository is required" .Values.image.repository }}@{{ required "image.digest is required: winready's image is pinned by digest" .Values.image.digest }}
+{{- end -}}
+`)
+	values, err := valuesFile(v)
+	if err != nil {
+		return err
+	}
+	files["values.yaml"] = values
+	files["Chart.yaml"] = []byte(fmt.Sprintf(`apiVersion: v2
+name: winready
+description: Migrates a Calico cluster to the VXLAN mode Windows nodes need, step by step, with rollback.
+type: application
+version: %s
+appVersion: %q
+kubeVersion: ">=1.30.0-0"
+home: %s
+sources:
+- %s
+annotations:
+  licenses: Apache-2.0
+`, chartVersion(version), version, source, source))
+	for name, data := range files {
+		path := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func yamlBlock(v any, indent int) (string, error) {
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	pad := strings.Repeat(" ", indent)
+	var lines []string
+	for line := range strings.Lines(string(data)) {
+		lines = append(lines, pad+strings.TrimSuffix(line, "\n"))
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// valuesFile writes values.yaml: the defaults are config/default's.
+func valuesFile(v chartValues) ([]byte, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `# Defaults: the objects of the release's install.yaml (test/chart checks it).
+
+# The manager's image, which is also the probe agents' (WINREADY_IMAGE): set
+# both to a mirror's repository, the digest stays the release's.
+image:
+  repository: %s
+  digest: %s
+
+# Two replicas with leader election: one changes the cluster, the other takes
+# over within the lease duration.
+replicas: %v
+
+`, v.repository, v.digest, v.replicas)
+	for _, f := range []struct {
+		key, comment string
+		val          any
+		empty        string
+	}{
+		{"resources", "The manager container's resources.", v.resources, "{}"},
+		{"nodeSelector", "The manager is a Linux binary: keep kubernetes.io/os: linux in any selector.", v.nodeSelector, "{}"},
+		{"tolerations", "Tolerations of the manager's pods.", v.tolerations, "[]"},
+	} {
+		fmt.Fprintf(&b, "# %s\n", f.comment)
+		if f.val == nil {
+			fmt.Fprintf(&b, "%s: %s\n\n", f.key, f.empty)
+			continue
+		}
+		block, err := yamlBlock(f.val, 2)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "%s:\n%s\n\n", f.key, block)
+	}
+	pc := ""
+	if s, ok := v.priorityClassName.(string); ok {
+		pc = s
+	}
+	fmt.Fprintf(&b, `# The manager pods' PriorityClass.
+priorityClassName: %q
+
+# Added to every object the chart renders (not the CRD in crds/, which Helm
+# does not template), e.g. argocd.argoproj.io/sync-wave: "-1".
+commonAnnotations: {}
+
+# The ServiceMonitor of config/prometheus (needs the Prometheus operator's
+# CRDs). kube-prometheus-stack selects ServiceMonitors by its release's label:
+# labels: {release: <its Helm release name>}.
+serviceMonitor:
+  enabled: false
+  labels: {}
+
+# The PrometheusRule of config/prometheus: the alerts and the recording rule.
+# kube-prometheus-stack selects rules by the same release label.
+prometheusRule:
+  enabled: false
+  labels: {}
+`, pc)
+	return b.Bytes(), nil
+}
+
+// packageChart writes dir/winready as out/winready-<chart version>.tgz, the
+// layout `helm package` writes, with fixed owners and times.
+func packageChart(dir, out string, mtime time.Time) (string, error) {
+	root := filepath.Join(dir, "winready")
+	var names []string
+	if err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		names = append(names, filepath.ToSlash(rel))
+		return err
+	}); err != nil {
+		return "", err
+	}
+	slices.Sort(names)
+	chartYAML, err := os.ReadFile(filepath.Join(root, "Chart.yaml"))
+	if err != nil {
+		return "", err
+	}
+	var meta struct{ Version string }
+	if err := yaml.Unmarshal(chartYAML, &meta); err != nil {
+		return "", err
+	}
+	file := filepath.Join(out, "winready-"+meta.Version+".tgz")
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	gz.ModTime = mtime
+	tw := tar.NewWriter(gz)
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			return "", err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: mtime,
+			Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+			return "", err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return "", err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return "", err
+	}
+	if err := gz.Close(); err != nil {
+		return "", err
+	}
+	return file, os.WriteFile(file, buf.Bytes(), 0o644)
+}

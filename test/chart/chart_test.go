@@ -1,0 +1,250 @@
+// Package chart checks the Helm chart hack/release generates from config/:
+// rendered by the Helm SDK, with default values it gives the objects of the
+// release's install.yaml, and its values set what they say.
+package chart
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	registry = "ghcr.io/winready"
+	digest   = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+)
+
+var root = filepath.Join("..", "..")
+
+// release is a directory holding install.yaml and the chart's package:
+// WINREADY_DIST (make release-check's dist/), else what `hack/release
+// manifests` writes from this checkout's config/.
+func release(t *testing.T) (dir, chartDigest string) {
+	t.Helper()
+	if dist := os.Getenv("WINREADY_DIST"); dist != "" {
+		data, err := os.ReadFile(filepath.Join(dist, "image.digest"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dist, strings.TrimSpace(string(data))
+	}
+	dir = t.TempDir()
+	cmd := exec.Command("go", "run", "./hack/release", "manifests", "--version", "v0.1.0",
+		"--registry", registry, "--digest", digest, "--out", dir)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("hack/release manifests: %v\n%s", err, out)
+	}
+	return dir, digest
+}
+
+func loadChart(t *testing.T, dir string) *chart.Chart {
+	t.Helper()
+	pkgs, err := filepath.Glob(filepath.Join(dir, "winready-*.tgz"))
+	if err != nil || len(pkgs) != 1 {
+		t.Fatalf("want one chart package in %s, found %v (%v)", dir, pkgs, err)
+	}
+	c, err := loader.Load(pkgs[0])
+	if err != nil {
+		t.Fatalf("loading %s: %v", pkgs[0], err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// render is `helm template` of c with values: the CRDs of crds/ (which
+// helm install applies first) and the templates' objects.
+func render(t *testing.T, c *chart.Chart, values map[string]any) []map[string]any {
+	t.Helper()
+	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: "winready", Namespace: "default", IsInstall: true},
+		chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Render(c, vals)
+	if err != nil {
+		t.Fatalf("rendering: %v", err)
+	}
+	var objs []map[string]any
+	for _, crd := range c.CRDObjects() {
+		objs = append(objs, decode(t, crd.Filename, crd.File.Data)...)
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if strings.HasSuffix(name, ".yaml") {
+			objs = append(objs, decode(t, name, []byte(files[name]))...)
+		}
+	}
+	return objs
+}
+
+func decode(t *testing.T, name string, data []byte) []map[string]any {
+	t.Helper()
+	var objs []map[string]any
+	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+		obj := map[string]any{}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, doc)
+		}
+		if len(obj) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+	return objs
+}
+
+func key(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	return fmt.Sprintf("%s %v/%v", obj["kind"], meta["namespace"], meta["name"])
+}
+
+func byKey(t *testing.T, objs []map[string]any) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, o := range objs {
+		k := key(o)
+		if _, dup := out[k]; dup {
+			t.Errorf("%s twice", k)
+		}
+		out[k] = o
+	}
+	return out
+}
+
+func asJSON(v any) string {
+	data, _ := json.MarshalIndent(v, "", "  ")
+	return string(data)
+}
+
+func TestDefaultValuesRenderInstallYAML(t *testing.T) {
+	dir, pinned := release(t)
+	install, err := os.ReadFile(filepath.Join(dir, "install.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := byKey(t, decode(t, "install.yaml", install))
+	got := byKey(t, render(t, loadChart(t, dir), nil))
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("the chart lacks %s", k)
+			continue
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s differs:\nchart:\n%s\ninstall.yaml:\n%s", k, asJSON(g), asJSON(w))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("the chart renders %s, which install.yaml lacks", k)
+		}
+	}
+	if len(want) < 10 || !strings.Contains(string(install), "@"+pinned) {
+		t.Fatalf("install.yaml holds %d objects and pins %s: not a release's", len(want), pinned)
+	}
+}
+
+func TestValuesSetWhatTheySay(t *testing.T) {
+	dir, _ := release(t)
+	c := loadChart(t, dir)
+	const mirror = "registry.example.com/mirror/winready"
+	values := map[string]any{}
+	if err := yaml.Unmarshal([]byte(`
+image: {repository: `+mirror+`, digest: "`+digest+`"}
+replicas: 3
+resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {memory: 512Mi}}
+nodeSelector: {kubernetes.io/os: linux, pool: system}
+tolerations: [{key: dedicated, operator: Exists, effect: NoSchedule}]
+priorityClassName: system-cluster-critical
+commonAnnotations: {argocd.argoproj.io/sync-wave: "-1"}
+serviceMonitor: {enabled: true, labels: {release: kube-prometheus-stack}}
+prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack}}
+`), &values); err != nil {
+		t.Fatal(err)
+	}
+	objs := byKey(t, render(t, c, values))
+	dep := objs["Deployment winready-system/winready-manager"]
+	if dep == nil {
+		t.Fatal("no Deployment winready-system/winready-manager")
+	}
+	ref := mirror + "@" + digest
+	spec := dep["spec"].(map[string]any)
+	pod := spec["template"].(map[string]any)["spec"].(map[string]any)
+	container := pod["containers"].([]any)[0].(map[string]any)
+	var env string
+	for _, e := range container["env"].([]any) {
+		if e := e.(map[string]any); e["name"] == "WINREADY_IMAGE" {
+			env, _ = e["value"].(string)
+		}
+	}
+	for what, pair := range map[string][2]any{
+		"image":             {container["image"], ref},
+		"WINREADY_IMAGE":    {env, ref},
+		"replicas":          {spec["replicas"], float64(3)},
+		"resources":         {container["resources"], values["resources"]},
+		"nodeSelector":      {pod["nodeSelector"], values["nodeSelector"]},
+		"tolerations":       {pod["tolerations"], values["tolerations"]},
+		"priorityClassName": {pod["priorityClassName"], "system-cluster-critical"},
+	} {
+		if !reflect.DeepEqual(pair[0], pair[1]) {
+			t.Errorf("%s: %s, want %s", what, asJSON(pair[0]), asJSON(pair[1]))
+		}
+	}
+	for k, obj := range objs {
+		ann, _ := obj["metadata"].(map[string]any)["annotations"].(map[string]any)
+		if obj["kind"] != "CustomResourceDefinition" && ann["argocd.argoproj.io/sync-wave"] != "-1" {
+			t.Errorf("%s lacks commonAnnotations: %v", k, ann)
+		}
+	}
+	// The monitoring objects are config/prometheus's, with the labels and
+	// annotations added.
+	for file, k := range map[string]string{"servicemonitor.yaml": "ServiceMonitor winready-system/winready",
+		"prometheusrule.yaml": "PrometheusRule winready-system/winready"} {
+		data, err := os.ReadFile(filepath.Join(root, "config", "prometheus", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := decode(t, file, data)[0]
+		meta := want["metadata"].(map[string]any)
+		meta["labels"].(map[string]any)["release"] = "kube-prometheus-stack"
+		meta["annotations"] = map[string]any{"argocd.argoproj.io/sync-wave": "-1"}
+		if got := objs[k]; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\nchart:\n%s\nwant:\n%s", k, asJSON(got), asJSON(want))
+		}
+	}
+
+	// Without a digest the chart refuses to render: the image is pinned.
+	if _, err := engine.Render(c, mustRenderValues(t, c, map[string]any{"image": map[string]any{"digest": ""}})); err == nil ||
+		!strings.Contains(err.Error(), "image.digest is required") {
+		t.Errorf("rendering without a digest: %v, want image.digest is required", err)
+	}
+}
+
+func mustRenderValues(t *testing.T, c *chart.Chart, values map[string]any) chartutil.Values {
+	t.Helper()
+	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: "winready", Namespace: "default", IsInstall: true},
+		chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vals
+}
