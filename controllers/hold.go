@@ -96,7 +96,7 @@ func (r holdRelease) reconcile(ctx context.Context, s *scope) Outcome {
 		if !marked {
 			return done()
 		}
-	} else if o := r.ignoredBy(ctx, s, marked); !o.Done() {
+	} else if o := r.ignoredBy(ctx, s); !o.Done() {
 		return o
 	}
 	if marked {
@@ -136,9 +136,9 @@ func (r holdRelease) reconcile(ctx context.Context, s *scope) Outcome {
 // is its hold: kept while the Installation carries the hold's mark, and
 // otherwise left over (a write of the mark that failed, a manager that
 // stopped midway, or winready's token used by someone else) and removed by
-// the caller. Anyone else's is named in the status and the metric, and left:
+// the caller (releaseNode). Anyone else's is named in the status and the metric, and left:
 // a person may hold calico-node on purpose, and only they know until when.
-func (r holdRelease) ignoredBy(ctx context.Context, s *scope, marked bool) Outcome {
+func (r holdRelease) ignoredBy(ctx context.Context, s *scope) Outcome {
 	// The cache keeps no managedFields: who set the annotation is read live.
 	live, err := calico.ReadDaemonSet(ctx, r.APIReader, calico.NodeDaemonSet)
 	if err != nil {

@@ -2,11 +2,11 @@ package controllers
 
 import (
 	"context"
-	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/utils/ptr"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"

@@ -203,16 +203,6 @@ func quotaHolds(want corev1.ResourceList) func() error {
 	}
 }
 
-// quotaUsed is the quota's count of resource name.
-func quotaUsed(name corev1.ResourceName) func() int64 {
-	return func() int64 {
-		rq := &corev1.ResourceQuota{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: probeNamespace, Name: "winready-probe"}, rq)).To(Succeed())
-		used := rq.Status.Used[name]
-		return used.Value()
-	}
-}
-
 var _ = Describe("The probe namespace's quota and limits", func() {
 	It("fit a probe round and a pod network check round on 5,000 nodes, and hold the rest", func() {
 		objs := install()
