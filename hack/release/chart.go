@@ -434,11 +434,9 @@ priorityClassName: %q
 # does not template), e.g. argocd.argoproj.io/sync-wave: "-1".
 commonAnnotations: {}
 
-# The ServiceMonitor of config/prometheus (needs the Prometheus operator's
-# CRDs), with the ServiceAccount winready-metrics-scraper, its token Secret
-# and its binding to winready-metrics-reader, whose token it scrapes with.
-# kube-prometheus-stack selects ServiceMonitors by its release's label:
-# labels: {release: <its Helm release name>}.
+# config/prometheus's ServiceMonitor (needs the Prometheus operator's CRDs) and the ServiceAccount, token
+# Secret and ClusterRoleBinding it scrapes with. kube-prometheus-stack selects ServiceMonitors by its
+# release's label: labels: {release: <its Helm release name>} (the labels go on the ServiceMonitor only).
 serviceMonitor:
   enabled: false
   labels: {}
