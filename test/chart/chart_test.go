@@ -215,20 +215,23 @@ prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack}}
 			t.Errorf("%s lacks commonAnnotations: %v", k, ann)
 		}
 	}
-	// The monitoring objects are config/prometheus's, with the labels and
-	// annotations added.
-	for file, k := range map[string]string{"servicemonitor.yaml": "ServiceMonitor winready-system/winready",
-		"prometheusrule.yaml": "PrometheusRule winready-system/winready"} {
+	// The monitoring objects are config/prometheus's, with the annotations
+	// added, and the labels on what a Prometheus selects.
+	for _, file := range []string{"servicemonitor.yaml", "prometheusrule.yaml", "scraper.yaml"} {
 		data, err := os.ReadFile(filepath.Join(root, "config", "prometheus", file))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := decode(t, file, data)[0]
-		meta := want["metadata"].(map[string]any)
-		meta["labels"].(map[string]any)["release"] = "kube-prometheus-stack"
-		meta["annotations"] = map[string]any{"argocd.argoproj.io/sync-wave": "-1"}
-		if got := objs[k]; !reflect.DeepEqual(got, want) {
-			t.Errorf("%s:\nchart:\n%s\nwant:\n%s", k, asJSON(got), asJSON(want))
+		for _, want := range decode(t, file, data) {
+			meta := want["metadata"].(map[string]any)
+			if kind := want["kind"]; kind == "ServiceMonitor" || kind == "PrometheusRule" {
+				meta["labels"].(map[string]any)["release"] = "kube-prometheus-stack"
+			}
+			meta["annotations"] = merged(meta["annotations"], map[string]any{"argocd.argoproj.io/sync-wave": "-1"})
+			k := key(want)
+			if got := objs[k]; !reflect.DeepEqual(got, want) {
+				t.Errorf("%s:\nchart:\n%s\nwant:\n%s", k, asJSON(got), asJSON(want))
+			}
 		}
 	}
 
@@ -247,4 +250,75 @@ func mustRenderValues(t *testing.T, c *chart.Chart, values map[string]any) chart
 		t.Fatal(err)
 	}
 	return vals
+}
+
+// merged is the map m (nil or a map[string]any) with add's entries added.
+func merged(m any, add map[string]any) map[string]any {
+	out := map[string]any{}
+	if m, ok := m.(map[string]any); ok {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	for k, v := range add {
+		out[k] = v
+	}
+	return out
+}
+
+// TestServiceMonitorBringsItsCredentials: serviceMonitor.enabled renders the
+// Secret the ServiceMonitor's authorization names, a ServiceAccount token
+// whose ServiceAccount is bound to winready-metrics-reader, and not the
+// PrometheusRule, which has a value of its own.
+func TestServiceMonitorBringsItsCredentials(t *testing.T) {
+	dir, _ := release(t)
+	objs := byKey(t, render(t, loadChart(t, dir), map[string]any{"serviceMonitor": map[string]any{"enabled": true}}))
+	sm := objs["ServiceMonitor winready-system/winready"]
+	if sm == nil {
+		t.Fatal("serviceMonitor.enabled renders no ServiceMonitor")
+	}
+	if _, ok := objs["PrometheusRule winready-system/winready"]; ok {
+		t.Error("serviceMonitor.enabled renders the PrometheusRule")
+	}
+	endpoints := sm["spec"].(map[string]any)["endpoints"].([]any)
+	if len(endpoints) != 1 {
+		t.Fatalf("%d endpoints", len(endpoints))
+	}
+	ep := endpoints[0].(map[string]any)
+	if _, ok := ep["bearerTokenFile"]; ok {
+		t.Error("the ServiceMonitor reads a token file, which the Prometheus operator deprecates")
+	}
+	auth, _ := ep["authorization"].(map[string]any)
+	creds, _ := auth["credentials"].(map[string]any)
+	if auth["type"] != "Bearer" || creds["key"] != "token" {
+		t.Fatalf("authorization %s, want a Bearer token from a Secret's key token", asJSON(auth))
+	}
+	secret := objs[fmt.Sprintf("Secret winready-system/%v", creds["name"])]
+	if secret == nil {
+		t.Fatalf("no Secret winready-system/%v rendered beside the ServiceMonitor", creds["name"])
+	}
+	sa, _ := secret["metadata"].(map[string]any)["annotations"].(map[string]any)["kubernetes.io/service-account.name"].(string)
+	if secret["type"] != "kubernetes.io/service-account-token" || sa == "" {
+		t.Fatalf("Secret %v is not a ServiceAccount token: %s", creds["name"], asJSON(secret))
+	}
+	if objs["ServiceAccount winready-system/"+sa] == nil {
+		t.Errorf("no ServiceAccount winready-system/%s rendered for its token", sa)
+	}
+	bound := false
+	for _, o := range objs {
+		if o["kind"] != "ClusterRoleBinding" {
+			continue
+		}
+		ref := o["roleRef"].(map[string]any)
+		for _, s := range o["subjects"].([]any) {
+			s := s.(map[string]any)
+			if ref["kind"] == "ClusterRole" && ref["name"] == "winready-metrics-reader" &&
+				s["kind"] == "ServiceAccount" && s["name"] == sa && s["namespace"] == "winready-system" {
+				bound = true
+			}
+		}
+	}
+	if !bound {
+		t.Errorf("ServiceAccount %s is not bound to winready-metrics-reader", sa)
+	}
 }
