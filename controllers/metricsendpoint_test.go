@@ -139,8 +139,10 @@ var _ = Describe("The metrics endpoint", func() {
 		ep := endpoints[0].(map[string]any)
 		Expect(ep).To(HaveKeyWithValue("port", svc.Spec.Ports[0].Name))
 		Expect(ep).To(HaveKeyWithValue("scheme", "https"))
-		Expect(ep).To(HaveKeyWithValue("bearerTokenFile", "/var/run/secrets/kubernetes.io/serviceaccount/token"),
-			"Prometheus sends its ServiceAccount's token, which the endpoint reviews")
+		Expect(ep).NotTo(HaveKey("bearerTokenFile"))
+		Expect(ep).To(HaveKeyWithValue("authorization", map[string]any{"type": "Bearer",
+			"credentials": map[string]any{"name": "winready-metrics-scraper-token", "key": "token"}}),
+			"Prometheus sends the winready-metrics-scraper token, which the endpoint reviews")
 		Expect(ep).To(HaveKey("tlsConfig"))
 
 		By("giving Prometheus a ClusterRole to bind, with get on /metrics and nothing else")
