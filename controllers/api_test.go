@@ -128,6 +128,9 @@ var _ = Describe("The WindowsReadiness API", func() {
 		Entry("port 65536", func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: "10.0.0.10", Port: 65536}
 		}, "spec.apiServer.port", "should be less than or equal to 65535"),
+		Entry("a step approved that waits for no approval", func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepStrictAffinity}
+		}, "spec.approvedSteps", "only the disruptive steps Encapsulation, BGP and ServicesEndpoint"),
 		Entry("an unknown direction", func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Direction = "Sideways"
 		}, "spec.direction", `supported values: "Migrate", "Rollback"`),

@@ -238,6 +238,7 @@ type WindowsReadinessSpec struct {
 	// ApprovedSteps are the disruptive steps a person has approved.
 	// +kubebuilder:validation:MaxItems=3
 	// +kubebuilder:validation:items:Enum=Encapsulation;BGP;ServicesEndpoint
+	// +kubebuilder:validation:XValidation:rule="self.all(s, s in ['Encapsulation', 'BGP', 'ServicesEndpoint'])",message="only the disruptive steps Encapsulation, BGP and ServicesEndpoint wait for approval"
 	// +listType=set
 	// +optional
 	ApprovedSteps []StepName `json:"approvedSteps,omitempty"`
