@@ -311,8 +311,11 @@ var _ = Describe("The probe round", func() {
 		late := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "linux-9", Labels: map[string]string{"kubernetes.io/os": "linux"}}}
 		Expect(k8s.Create(ctx, late)).To(Succeed())
 		DeferCleanup(deleteNode, "linux-9")
+		// A patch: the simulated Felix annotates a new Node with its tunnel
+		// address, and an update of the Node as created would conflict.
+		base := late.DeepCopy()
 		late.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.99"}}
-		Expect(k8s.Status().Update(ctx, late)).To(Succeed())
+		Expect(k8s.Status().Patch(ctx, late, client.MergeFrom(base))).To(Succeed())
 
 		op.clock.Step(2 * time.Minute)
 		poke("test/poke", "1")

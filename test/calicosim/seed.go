@@ -284,6 +284,9 @@ func createNode(ctx context.Context, c client.Client, n Node, annotations map[st
 	if err := create(ctx, c, node); err != nil {
 		return err
 	}
+	// A patch, not an update: the simulated Felix may annotate the new Node
+	// (its tunnel address) between the create and this write.
+	base := node.DeepCopy()
 	node.Status.Addresses = []corev1.NodeAddress{
 		{Type: corev1.NodeInternalIP, Address: n.InternalIP},
 		{Type: corev1.NodeHostName, Address: n.Name},
@@ -292,7 +295,7 @@ func createNode(ctx context.Context, c client.Client, n Node, annotations map[st
 		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status",
 		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
 	}}
-	if err := c.Status().Update(ctx, node); err != nil {
+	if err := c.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("writing status of Node %s: %w", n.Name, err)
 	}
 	return nil
