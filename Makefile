@@ -69,7 +69,7 @@ ENVTEST_PKGS := ./config/rbac/ ./controllers/ ./hack/release/ ./internal/calico/
 # The end-to-end scenarios on the simulator, as a smoke test of winready as
 # installed (its manifest, its binary under its ServiceAccount): the whole
 # set runs against the real Tigera operator in make e2e.
-E2E_SMOKE := keeps Windows nodes out|migrates to Ready replacing|rolls back to exactly
+E2E_SMOKE := Windows-ready (keeps Windows nodes out|migrates to Ready replacing|rolls back to exactly)
 TEST_P ?= 2
 
 .PHONY: test
