@@ -8,6 +8,7 @@ import (
 	"time"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -90,14 +91,18 @@ func (r holdRelease) reconcile(ctx context.Context, s *scope) Outcome {
 	if err != nil {
 		return failed(err)
 	}
+	var live *appsv1.DaemonSet
 	if !calico.Ignored(ds) {
 		metrics.RecordCalicoNodeIgnored(false, false)
 		meta.RemoveStatusCondition(&s.wr.Status.Conditions, conditions.CalicoNodeManaged)
 		if !marked {
 			return done()
 		}
-	} else if o := r.ignoredBy(ctx, s); !o.Done() {
-		return o
+	} else {
+		var o Outcome
+		if live, o = r.ignoredBy(ctx, s); !o.Done() {
+			return o
+		}
 	}
 	if marked {
 		read, why, err := r.operatorRead(ctx, s.inst)
@@ -116,10 +121,8 @@ func (r holdRelease) reconcile(ctx context.Context, s *scope) Outcome {
 				"calico-node released after %s without the evidence awaited (%s): it renders whatever the Tigera operator reads now", HoldMax, why)
 		}
 	}
-	if calico.Ignored(ds) {
-		if err := r.releaseNode(ctx, s.wr.Status.Originals); err != nil {
-			return failed(err)
-		}
+	if err := r.releaseNode(ctx, s.wr.Status.Originals, live); err != nil {
+		return failed(err)
 	}
 	if marked {
 		// The Installation changes, so the operator reconciles now and
@@ -132,27 +135,28 @@ func (r holdRelease) reconcile(ctx context.Context, s *scope) Outcome {
 	return done()
 }
 
-// ignoredBy looks at who set calico-node's ignore annotation. winready's own
-// is its hold: kept while the Installation carries the hold's mark, and
-// otherwise left over (a write of the mark that failed, a manager that
-// stopped midway, or winready's token used by someone else) and removed by
-// the caller (releaseNode). Anyone else's is named in the status and the metric, and left:
-// a person may hold calico-node on purpose, and only they know until when.
-func (r holdRelease) ignoredBy(ctx context.Context, s *scope) Outcome {
-	// The cache keeps no managedFields: who set the annotation is read live.
+// ignoredBy looks at who set calico-node's ignore annotation, and returns
+// calico-node as read past the cache (the cache keeps no managedFields, which
+// say who set it). winready's own is its hold: kept while the Installation
+// carries the hold's mark, and otherwise left over (a write of the mark that
+// failed, a manager that stopped midway, or winready's token used by someone
+// else) and removed by the caller (releaseNode). Anyone else's is named in
+// the status and the metric, and left: a person may hold calico-node on
+// purpose, and only they know until when.
+func (r holdRelease) ignoredBy(ctx context.Context, s *scope) (*appsv1.DaemonSet, Outcome) {
 	live, err := calico.ReadDaemonSet(ctx, r.APIReader, calico.NodeDaemonSet)
 	if err != nil {
-		return failed(err)
+		return nil, failed(err)
 	}
 	if live == nil || !calico.Ignored(live) {
-		return done()
+		return live, done()
 	}
 	by := calico.IgnoredBy(live)
 	ours := slices.Contains(by, FieldOwner)
 	metrics.RecordCalicoNodeIgnored(true, ours)
 	if ours {
 		meta.RemoveStatusCondition(&s.wr.Status.Conditions, conditions.CalicoNodeManaged)
-		return done()
+		return live, done()
 	}
 	who := "a field manager that is not winready"
 	if len(by) > 0 {
@@ -162,34 +166,32 @@ func (r holdRelease) ignoredBy(ctx context.Context, s *scope) Outcome {
 		"calico-node carries %s: \"true\", set by %s: the Tigera operator renders nothing into it, so no change of the "+
 			"migration (nor a Calico upgrade) reaches the nodes; remove it with kubectl annotate daemonset -n %s %s %s- "+
 			"once whoever set it is done", calico.IgnoreAnnotation, who, calico.SystemNamespace, calico.NodeDaemonSet, calico.IgnoreAnnotation))
-	return done()
+	return live, done()
 }
 
 // releaseNode removes calico-node's ignore annotation when winready set it:
-// its field manager wrote it, and the originals do not record it as there
+// live (calico-node read past the cache, nil when not read) carries it under
+// winready's field manager, and the originals do not record it as there
 // before the migration.
-func (r *Reconciler) releaseNode(ctx context.Context, o *v1alpha1.Originals) error {
+func (r *Reconciler) releaseNode(ctx context.Context, o *v1alpha1.Originals, live *appsv1.DaemonSet) error {
 	if o != nil && o.NodeIgnored != nil && o.NodeIgnored.Present {
 		return nil
 	}
-	live, err := calico.ReadDaemonSet(ctx, r.APIReader, calico.NodeDaemonSet)
-	if err != nil || live == nil || !calico.Ignored(live) || !calico.HeldBy(live, FieldOwner) {
-		return err
+	if live == nil || !calico.Ignored(live) || !calico.HeldBy(live, FieldOwner) {
+		return nil
 	}
 	return calico.ReleaseNode(ctx, r.Client, live)
 }
 
 // releaseOrphanedHold ends a hold at once when the WindowsReadiness that
-// made it is gone.
+// made it is gone, and keeps the metric of calico-node's ignore annotation,
+// which no status shows then.
 func (r *Reconciler) releaseOrphanedHold(ctx context.Context) error {
 	inst, err := calico.GetInstallation(ctx, r.Client)
 	if err != nil || inst == nil {
 		return err
 	}
-	if err := r.releaseNode(ctx, nil); err != nil {
-		return err
-	}
-	if err := r.recordIgnored(ctx); err != nil {
+	if err := r.releaseOrphanedNode(ctx); err != nil {
 		return err
 	}
 	if _, marked := calico.HeldSince(inst); !marked {
@@ -201,21 +203,28 @@ func (r *Reconciler) releaseOrphanedHold(ctx context.Context) error {
 	return nil
 }
 
-// recordIgnored sets the metric of calico-node's ignore annotation when no
-// WindowsReadiness is there to show it in its status.
-func (r *Reconciler) recordIgnored(ctx context.Context) error {
+// releaseOrphanedNode removes calico-node's ignore annotation when winready
+// set it, and records who holds calico-node in the metric. calico-node is
+// read past the cache only when the cache shows it ignored.
+func (r *Reconciler) releaseOrphanedNode(ctx context.Context) error {
 	ds, err := calico.ReadDaemonSet(ctx, r.Client, calico.NodeDaemonSet)
 	if err != nil || !calico.Ignored(ds) {
 		metrics.RecordCalicoNodeIgnored(false, false)
 		return err
 	}
-	// The cache keeps no managedFields: who set the annotation is read live.
 	live, err := calico.ReadDaemonSet(ctx, r.APIReader, calico.NodeDaemonSet)
 	if err != nil {
 		return err
 	}
 	ignored := live != nil && calico.Ignored(live)
-	metrics.RecordCalicoNodeIgnored(ignored, ignored && calico.HeldBy(live, FieldOwner))
+	ours := ignored && calico.HeldBy(live, FieldOwner)
+	if ours {
+		if err := r.releaseNode(ctx, nil, live); err != nil {
+			return err
+		}
+		ignored = false
+	}
+	metrics.RecordCalicoNodeIgnored(ignored, false)
 	return nil
 }
 
