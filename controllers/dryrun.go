@@ -29,11 +29,6 @@ func (r dryRun) reconcile(ctx context.Context, s *scope) Outcome {
 	if err := r.cancelRounds(ctx, s); err != nil {
 		return failed(err)
 	}
-	if r.dir == v1alpha1.DirectionMigrate {
-		if o := (targets{r.Reconciler}).reconcile(ctx, s); !o.Done() {
-			return o
-		}
-	}
 	plan, err := r.plan(ctx, s)
 	if err != nil {
 		return failed(err)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
 )
@@ -58,4 +60,25 @@ func sameWrite(s *scope, step v1alpha1.StepName, last *v1alpha1.StepStatus) bool
 	st := s.steps().get(step)
 	return st.Changed && st.StartedAt != nil && st.StartedAt.Equal(last.StartedAt) &&
 		slices.Contains(batchable, step) && slices.Contains(batchable, last.Name)
+}
+
+// writeCalicoHealthy writes CalicoHealthy, its one writer, at the end of a
+// pass that read Calico's health: False while a TigeraStatus is Degraded,
+// with what that means for the change the walk decided on, or a message
+// refined earlier in this state, else the Degraded one's own words.
+func writeCalicoHealthy(s *scope) {
+	h := s.calico
+	switch {
+	case h.read == nil:
+		return
+	case h.verdict != "":
+		s.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, h.verdict)
+	case h.degraded != nil:
+		if c := conditionOf(s, conditions.CalicoHealthy); c == nil || c.Status != metav1.ConditionFalse {
+			s.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded,
+				fmt.Sprintf("TigeraStatus %s is Degraded (%s)", h.degraded.Name, h.degraded.Message))
+		}
+	default:
+		s.set(conditions.CalicoHealthy, metav1.ConditionTrue, conditions.ReasonCalicoHealthy, "no TigeraStatus is Degraded")
+	}
 }

@@ -2,13 +2,10 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winready/winready/internal/calico"
-	"github.com/winready/winready/internal/conditions"
 )
 
 // observe reads, once per pass, what every later sub-reconciler decides
@@ -33,10 +30,10 @@ func (r observe) reconcile(ctx context.Context, s *scope) Outcome {
 }
 
 // observeCalicoHealth reads TigeraStatus calico and ippools, and
-// calico-windows once the Installation asks for HNS, and the overlay: it keeps
-// CalicoHealthy current, waits included, and remembers the first Degraded
-// one for calicoBlocked, which refines the message when it decides on a
-// change. Every Degraded one is kept for the message of a wait.
+// calico-windows once the Installation asks for HNS, and the overlay: it
+// remembers the first Degraded one for calicoBlocked and for CalicoHealthy
+// (writeCalicoHealthy, at the end of the pass), and every Degraded one for
+// the message of a wait.
 func (r observe) observeCalicoHealth(ctx context.Context, s *scope) error {
 	overlay, err := calico.GetOverlay(ctx, r.Client)
 	if err != nil {
@@ -51,11 +48,13 @@ func (r observe) observeCalicoHealth(ctx context.Context, s *scope) error {
 	if calico.Deref(calico.WindowsDataplane(s.inst)) == string(operatorv1.WindowsDataplaneHNS) {
 		names = append(names, calico.StatusCalicoWindows)
 	}
+	h.read = map[string]calico.Health{}
 	for _, name := range names {
 		st, err := calico.ReadHealth(ctx, r.Client, name)
 		if err != nil {
 			return err
 		}
+		h.read[name] = st
 		if !st.Degraded {
 			continue
 		}
@@ -65,14 +64,5 @@ func (r observe) observeCalicoHealth(ctx context.Context, s *scope) error {
 		}
 	}
 	s.calico = h
-	if d := h.degraded; d != nil {
-		// A message calicoBlocked refined earlier in this state is kept.
-		if c := conditionOf(s, conditions.CalicoHealthy); c == nil || c.Status != metav1.ConditionFalse {
-			s.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded,
-				fmt.Sprintf("TigeraStatus %s is Degraded (%s)", d.Name, d.Message))
-		}
-		return nil
-	}
-	s.set(conditions.CalicoHealthy, metav1.ConditionTrue, conditions.ReasonCalicoHealthy, "no TigeraStatus is Degraded")
 	return nil
 }

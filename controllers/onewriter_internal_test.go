@@ -90,6 +90,35 @@ func TestOnlyConcludeWritesTheSummary(t *testing.T) {
 	}
 }
 
+// TestEachConditionHasOneWriter fails when a condition is set from more than
+// one file: each says one fact, decided in one place (policy.go for
+// RollbackAllowed, health.go for CalicoHealthy, preflight.go for
+// PreflightPassed, ...), with one wording.
+func TestEachConditionHasOneWriter(t *testing.T) {
+	writers := map[string][]string{}
+	for name, f := range sources(t) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || calleeName(call) != "set" || len(call.Args) == 0 {
+				return true
+			}
+			if c := conditionsConst(call.Args[0]); c != "" && !slices.Contains(writers[c], name) {
+				writers[c] = append(writers[c], name)
+			}
+			return true
+		})
+	}
+	if len(writers) < 8 {
+		t.Fatalf("only %d conditions written: the test no longer sees the calls", len(writers))
+	}
+	for c, files := range writers {
+		if len(files) > 1 {
+			slices.Sort(files)
+			t.Errorf("condition %s is set in %s: one file decides it", c, strings.Join(files, ", "))
+		}
+	}
+}
+
 // TestReasonsComeFromTheCatalogue fails on an outcome or Event whose reason
 // is spelled out where it is used: every reason is a constant of the
 // conditions catalogue, which says what it means.

@@ -47,7 +47,7 @@ func (r originals) reconcile(ctx context.Context, s *scope) Outcome {
 		s.note(corev1.EventTypeWarning, conditions.ReasonOriginalsMismatch, "Record", "%s", msg)
 	case saved == nil && s.wr.Status.Originals != nil:
 		// Recorded by a winready that kept them in the status only.
-		if err := record.Save(ctx, r.Client, ns, s.wr.Status.Originals); err != nil {
+		if err := r.saveRecord(ctx, s, s.wr.Status.Originals); err != nil {
 			return failed(err)
 		}
 	case saved == nil:
@@ -71,7 +71,7 @@ func (r originals) record(ctx context.Context, s *scope) Outcome {
 	o.Overlay = record.Overlay(c.Overlay)
 	recordNodeIgnored(c, o)
 	ns := r.opts.Namespace
-	if err := record.Save(ctx, r.Client, ns, o); err != nil {
+	if err := r.saveRecord(ctx, s, o); err != nil {
 		return failed(err)
 	}
 	s.wr.Status.Originals = o
@@ -90,13 +90,34 @@ func (r originals) record(ctx context.Context, s *scope) Outcome {
 	return done()
 }
 
-// loadRecord reads the durable record of the originals, nil when there is
-// none. The originals in the status, written by an earlier winready, are
-// completed as Load completes a record, so that the two compare equal.
-func (r *Reconciler) loadRecord(ctx context.Context, s *scope) (*v1alpha1.Originals, error) {
-	saved, err := record.Load(ctx, r.APIReader, r.opts.Namespace)
+// recordedOriginals reads the originals the rollback restores: the durable
+// record wins over the status, as it outlives a deleted and re-applied
+// WindowsReadiness. With none, there is nothing to roll back; with one that
+// lacks a value, the rollback stops before its first change.
+type recordedOriginals struct{ *Reconciler }
+
+func (r recordedOriginals) reconcile(ctx context.Context, s *scope) Outcome {
+	ns := r.opts.Namespace
+	saved, err := r.loadRecord(ctx, s)
 	if err != nil {
-		return nil, err
+		return failed(err)
 	}
-	return saved, record.Complete(ctx, r.APIReader, s.wr.Status.Originals)
+	if saved != nil && !equality.Semantic.DeepEqual(saved, s.wr.Status.Originals) {
+		s.wr.Status.Originals = saved
+		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord,
+			fmt.Sprintf("read back from ConfigMap %s/%s, recorded before the first change", ns, record.Name))
+	}
+	if s.wr.Status.Originals == nil {
+		// Either a finished rollback cleared them, or no change was ever made.
+		if ready := conditionOf(s, conditions.Ready); ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == conditions.ReasonRolledBack {
+			return stop(conditions.ReasonRolledBack, "%s", ready.Message)
+		}
+		return stop(conditions.ReasonNothingToRollBack, "nothing to roll back: the migration changed nothing")
+	}
+	// A rollback never restores a value it does not know.
+	if unknown := record.Unknown(s.wr.Status.Originals, ns); len(unknown) > 0 {
+		return stop(conditions.ReasonOriginalsIncomplete,
+			"the rollback stopped before its first change: the originals, recorded by an earlier winready, lack %s", strings.Join(unknown, "; "))
+	}
+	return done()
 }

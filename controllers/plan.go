@@ -61,7 +61,7 @@ func PlanCluster(ctx context.Context, c client.Client, d preflight.Discovery, wr
 	if !res.Passed {
 		return res, nil
 	}
-	o = dryRun{r, v1alpha1.DirectionMigrate, phase.Steps()}.reconcile(ctx, s)
+	o = sequence(ctx, s, targets{r}, dryRun{r, v1alpha1.DirectionMigrate, phase.Steps()})
 	switch {
 	case o.Err != nil:
 		return res, o.Err

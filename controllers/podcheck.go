@@ -284,17 +284,6 @@ func podCheckReverted(s *scope, step v1alpha1.StepName) Outcome {
 	return podCheckFailed(s, st.Last)
 }
 
-// podCheckBlocked says why step may not be changed: the pod network got
-// worse after it, and no new check was asked for. The walk's mayChange
-// consults it, so that a reverted step is not applied again by itself.
-func podCheckBlocked(s *scope, step v1alpha1.StepName) Outcome {
-	st := s.wr.Status.PodNetworkCheck
-	if st == nil || st.Last == nil || st.Last.Trigger != string(step) || !st.Last.Worse || !podCheckRerunSeen(s, st.Last) {
-		return done()
-	}
-	return stop(ReasonPodNetworkCheckFailed, "the pod network got worse after this step; fix it, then %s", rerunPodCheckCommand())
-}
-
 // cancel removes a round still running, when the spec no longer wants it
 // (disabled, paused, a dry run, rolled back).
 func (r podCheck) cancel(ctx context.Context, s *scope) error {

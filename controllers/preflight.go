@@ -58,6 +58,13 @@ func (r preflightChecks) reconcile(ctx context.Context, s *scope) Outcome {
 	return done()
 }
 
+// probeFailed stops the migration on a UDP 4789 probe that failed or could
+// not be started: PreflightPassed is written here alone.
+func probeFailed(s *scope, msg string) Outcome {
+	s.set(conditions.PreflightPassed, metav1.ConditionFalse, conditions.ReasonNetworkProbeFailed, msg)
+	return stop(conditions.ReasonNetworkProbeFailed, "%s", msg)
+}
+
 // preflightPassed records a passed preflight, with its warnings.
 func preflightPassed(_ context.Context, s *scope) Outcome {
 	warned := preflight.Warnings(s.wr.Status.Preflight.Checks)

@@ -103,8 +103,7 @@ func (r probeRound) start(ctx context.Context, s *scope, token round.Token) Outc
 			msg := fmt.Sprintf("preflight failed, nothing was changed: the UDP 4789 probe could not be started in %d attempts: %v. "+
 				"Fix what the API server says (an admission policy refusing hostNetwork pods, a quota, the probe image), then "+
 				"annotate %s, or set spec.preflight.skipNetworkProbe if the path was verified another way", attempts, err, RerunPreflightAnnotation)
-			s.set(conditions.PreflightPassed, metav1.ConditionFalse, conditions.ReasonNetworkProbeFailed, msg)
-			return stop(conditions.ReasonNetworkProbeFailed, "%s", msg)
+			return probeFailed(s, msg)
 		}
 		return failed(fmt.Errorf("preflight: starting the UDP 4789 probe: %w", err))
 	}
@@ -184,9 +183,7 @@ func (r probeRound) collect(ctx context.Context, s *scope, st *v1alpha1.ProbeSta
 
 // failedRound stops the migration on a round that did not pass.
 func (r probeRound) failedRound(s *scope, st *v1alpha1.ProbeStatus) Outcome {
-	msg := "preflight failed, nothing was changed: " + probeMessage(st, nil)
-	s.set(conditions.PreflightPassed, metav1.ConditionFalse, conditions.ReasonNetworkProbeFailed, msg)
-	return stop(conditions.ReasonNetworkProbeFailed, "%s", msg)
+	return probeFailed(s, "preflight failed, nothing was changed: "+probeMessage(st, nil))
 }
 
 // probeMessage names the failing pairs and the silent nodes, and the fix.

@@ -44,14 +44,17 @@ type Reconciler struct {
 
 	opts    Options
 	limiter workqueue.TypedRateLimiter[ctrl.Request]
+	// wakes counts each pass by what woke it.
+	wakes wakes
+	// seen keeps the newest WindowsReadiness and record this manager knows.
+	seen seen
 }
 
 // Reconcile runs one pass of the migration or rollback and writes the status.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	// Read past the cache: the status written by the previous reconcile must
-	// be seen, or a finished step would be waited for again.
-	wr := &v1alpha1.WindowsReadiness{}
-	err := r.APIReader.Get(ctx, req.NamespacedName, wr)
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	r.wakes.passBegins()
+	defer func() { r.wakes.passEnds(result, err) }()
+	wr, fresh, err := r.readWindowsReadiness(ctx, req.NamespacedName)
 	switch {
 	case stopping(ctx):
 		return ctrl.Result{}, nil
@@ -67,7 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("phase", wr.Status.Phase, "generation", wr.Generation))
-	s := &scope{wr: wr, before: wr.DeepCopy(), now: r.Clock.Now()}
+	s := &scope{wr: wr, before: wr.DeepCopy(), fresh: fresh, now: r.Clock.Now()}
 	if r.limiter != nil {
 		s.failures = r.limiter.NumRequeues(req)
 	}
@@ -75,7 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if stopping(ctx) {
 		return ctrl.Result{}, nil
 	}
-	result, err := r.conclude(ctx, s, o)
+	result, err = r.conclude(ctx, s, o)
 	// Every pass read this generation and wrote the conditions for it: the
 	// Kubernetes convention, which kstatus, Flux and Argo CD read as "seen".
 	wr.Status.ObservedGeneration = wr.Generation
@@ -111,7 +114,9 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) Outcome {
 	if s.wr.Spec.Direction == v1alpha1.DirectionRollback {
 		direction = rollback{r}
 	}
-	return sequence(ctx, s, observe{r}, holdRelease{r}, direction)
+	o := sequence(ctx, s, observe{r}, holdRelease{r}, direction)
+	writeCalicoHealthy(s)
+	return o
 }
 
 // persist writes the status when it changed: once at the end of a pass, and
@@ -130,6 +135,8 @@ func (r *Reconciler) persist(ctx context.Context, s *scope) error {
 		}
 		return fmt.Errorf("writing windowsreadiness status: %w", err)
 	}
+	// The next pass finds this version in the cache, or reads past it.
+	r.seen.saw(s.wr)
 	s.before = s.wr.DeepCopy()
 	return nil
 }

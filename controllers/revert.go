@@ -22,7 +22,7 @@ func (r revertWorse) reconcile(ctx context.Context, s *scope) Outcome {
 			continue
 		}
 		w := walk{Reconciler: r.Reconciler, steps: []phase.Step{step}, dir: v1alpha1.DirectionRollback, allowed: rollbackBlocked}
-		if o := w.reconcile(ctx, s); !o.Done() {
+		if o := sequence(ctx, s, w, restoreSpeed{r.Reconciler}); !o.Done() {
 			return o
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/phase"
-	"github.com/winready/winready/internal/record"
 )
 
 // rollback runs the steps backwards and restores the recorded originals. It
@@ -24,6 +23,7 @@ func (r rollback) reconcile(ctx context.Context, s *scope) Outcome {
 		dryRun{r.Reconciler, v1alpha1.DirectionRollback, steps},
 		subFunc(clearPlan),
 		walk{Reconciler: r.Reconciler, steps: steps, dir: v1alpha1.DirectionRollback, allowed: rollbackBlocked},
+		restoreSpeed{r.Reconciler},
 		rolledBack{r.Reconciler},
 	)
 }
@@ -33,18 +33,10 @@ func (r rollback) reconcile(ctx context.Context, s *scope) Outcome {
 type rolledBack struct{ *Reconciler }
 
 func (r rolledBack) reconcile(ctx context.Context, s *scope) Outcome {
-	if err := record.Delete(ctx, r.Client, r.opts.Namespace); err != nil {
+	if err := r.deleteRecord(ctx, s); err != nil {
 		return failed(err)
 	}
 	s.wr.Status.Originals = nil
 	s.wr.Status.Targets = nil
 	return stop(conditions.ReasonRolledBack, "every value the migration changed is restored")
-}
-
-// rollbackBlocked says why the next rollback change may not be made now.
-func rollbackBlocked(s *scope, step v1alpha1.StepName) Outcome {
-	if o := heldBySpec(s, step); !o.Done() {
-		return o
-	}
-	return calicoBlocked(s, step, v1alpha1.DirectionRollback)
 }

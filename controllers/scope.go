@@ -23,6 +23,9 @@ type scope struct {
 	// before is the status as last written, to patch only what changed
 	// (Reconcile, and each checkpoint).
 	before *v1alpha1.WindowsReadiness
+	// fresh says the pass read the object past the cache (Reconcile); the
+	// record is then read again too (loadRecord).
+	fresh bool
 	// now is the pass's reading of the clock (Reconcile).
 	now time.Time
 	// inst is Installation default as the pass found it (Reconcile).
@@ -53,6 +56,13 @@ type calicoHealth struct {
 	overlayConflicts []calico.OverlayField
 	// overlay is Installation overlay, nil when absent.
 	overlay *operatorv1.Installation
+	// read are the TigeraStatuses observe read, by name: the steps start
+	// from them and read none twice in a pass. nil when observe did not
+	// get that far.
+	read map[string]calico.Health
+	// verdict is what a change decided while Calico is Degraded means,
+	// for CalicoHealthy's message (walk); "" when no change was decided.
+	verdict string
 }
 
 // passEvent is an Event the pass records about the WindowsReadiness, and the

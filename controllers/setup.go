@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -189,22 +188,20 @@ func NewReconciler(d Deps, scheme *runtime.Scheme, o Options) *Reconciler {
 }
 
 // setupWithManager watches the WindowsReadiness and everything a step waits
-// for; every event wakes the one object, "default".
+// for; every event that passes its predicates wakes the one object,
+// "default", and is counted by its kind (wakes.go).
 func (r *Reconciler) setupWithManager(mgr ctrl.Manager) error {
-	toDefault := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
-		return []ctrl.Request{{NamespacedName: client.ObjectKey{Name: v1alpha1.Name}}}
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("windowsreadiness").
 		WithOptions(controller.Options{RateLimiter: r.limiter}).
-		For(&v1alpha1.WindowsReadiness{}, builder.WithPredicates(
+		Watches(&v1alpha1.WindowsReadiness{}, r.wakes.handler("WindowsReadiness"), builder.WithPredicates(
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&operatorv1.Installation{}, toDefault).
-		Watches(&operatorv1.TigeraStatus{}, toDefault).
-		Watches(&appsv1.DaemonSet{}, toDefault).
-		Watches(&corev1.ConfigMap{}, toDefault).
-		WatchesMetadata(&corev1.Node{}, toDefault, builder.WithPredicates(predicate.Or(windowsNodeChanged(), windowsNodeUpdated(), tunnelAddressAppeared()))).
+		Watches(&operatorv1.Installation{}, r.wakes.handler("Installation"), builder.WithPredicates(installationChanged())).
+		Watches(&operatorv1.TigeraStatus{}, r.wakes.handler("TigeraStatus"), builder.WithPredicates(tigeraStatusChanged())).
+		Watches(&appsv1.DaemonSet{}, r.wakes.handler("DaemonSet"), builder.WithPredicates(daemonSetChanged())).
+		Watches(&corev1.ConfigMap{}, r.wakes.handler("ConfigMap"), builder.WithPredicates(configMapChanged())).
+		WatchesMetadata(&corev1.Node{}, r.wakes.handler("Node"), builder.WithPredicates(predicate.Or(windowsNodeChanged(), windowsNodeUpdated(), tunnelAddressAppeared()))).
 		// The calico-node-windows pods, as CacheOptions selects them.
-		Watches(&corev1.Pod{}, toDefault).
+		Watches(&corev1.Pod{}, r.wakes.handler("Pod"), builder.WithPredicates(podChanged())).
 		Complete(r)
 }

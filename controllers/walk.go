@@ -3,9 +3,9 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -44,7 +44,7 @@ func (w walk) reconcile(ctx context.Context, s *scope) Outcome {
 		}
 		s.steps().finish(step.Name(), w.dir)
 	}
-	return restoreSpeed{w.Reconciler}.reconcile(ctx, s)
+	return done()
 }
 
 // at places a step's outcome in the walk: its message names the step and
@@ -66,8 +66,8 @@ func waitingFor(what string) Outcome {
 // input is what the steps decide from, toward dir: the cluster as read from
 // the Installation on, the targets and the originals recorded so far.
 func input(s *scope, dir v1alpha1.Direction) phase.Input {
-	return phase.Input{Cluster: &calico.Cluster{Installation: s.inst, Overlay: s.calico.overlay}, Originals: s.wr.Status.Originals,
-		Targets: targetsOf(s.wr.Status.Targets), Direction: dir}
+	return phase.Input{Cluster: &calico.Cluster{Installation: s.inst, Overlay: s.calico.overlay, Health: maps.Clone(s.calico.read)},
+		Originals: s.wr.Status.Originals, Targets: targetsOf(s.wr.Status.Targets), Direction: dir}
 }
 
 // walkStep takes one step as far as it goes in this pass.
@@ -99,6 +99,9 @@ func (w walk) walkStep(ctx context.Context, s *scope, in phase.Input, step phase
 			return o
 		}
 		if g, ok := step.(phase.Gated); ok {
+			if err := g.ReadGate(ctx, w.readers(), in.Cluster); err != nil {
+				return failed(fmt.Errorf("observing step %s: %w", name, err))
+			}
 			if ready, why := g.ReadyToChange(in); !ready {
 				s.steps().start(name, dir)
 				return waitingFor(why)
@@ -130,12 +133,12 @@ func (w walk) walkStep(ctx context.Context, s *scope, in phase.Input, step phase
 }
 
 // mayChangeNow asks allowed about the step the walk is about to change, and
-// keeps CalicoHealthy saying what that means while Calico is Degraded. A
+// keeps what that means while Calico is Degraded for CalicoHealthy. A
 // rollback looks at the Windows nodes once more, past the cache, right
 // before its write: a node that joins midway stops it between two steps.
 func (w walk) mayChangeNow(ctx context.Context, s *scope, name v1alpha1.StepName, dir v1alpha1.Direction) Outcome {
 	if _, msg := calicoVerdict(s, name, dir); msg != "" {
-		s.set(conditions.CalicoHealthy, metav1.ConditionFalse, conditions.ReasonCalicoDegraded, msg)
+		s.calico.verdict = msg
 	}
 	if o := w.allowed(s, name); !o.Done() {
 		return o
@@ -148,7 +151,7 @@ func (w walk) mayChangeNow(ctx context.Context, s *scope, name v1alpha1.StepName
 		return failed(err)
 	}
 	s.windowsNodes = nodes
-	return windowsNodesJoined(s)
+	return windowsNodesJoined(s, dir)
 }
 
 // change makes the changes that are due and reads the step again; it returns
@@ -176,22 +179,6 @@ func (w walk) change(ctx context.Context, s *scope, in phase.Input, step phase.S
 	}
 	return done()
 }
-
-// rendersCalicoNode are the steps whose changes make the Tigera operator
-// re-render calico-node, each a rollout over every node.
-var rendersCalicoNode = []v1alpha1.StepName{v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}
-
-// batchable are the steps whose changes the Tigera operator applies in one
-// reconcile with at most one calico-node rollout between them (README, the
-// step table): BGP and the services endpoint re-render calico-node; the
-// service network and the Windows dataplane change no part of calico-node's
-// template (pkg/render/node.go reads neither; pkg/render/windows.go renders
-// them into calico-node-windows, which runs on Windows nodes only, and none
-// joins before the cluster is Ready). The operator's validation wants the
-// service network with the Windows dataplane, and the first IPv4 pool VXLAN,
-// which the Encapsulation step before them has settled.
-var batchable = []v1alpha1.StepName{v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint,
-	v1alpha1.StepServiceCIDRs, v1alpha1.StepWindowsDataplane}
 
 // batched are the changes one write makes, and the later steps they include.
 type batched struct {
@@ -229,6 +216,9 @@ func (w walk) batch(ctx context.Context, s *scope, in phase.Input, step phase.St
 				break
 			}
 			if g, ok := other.(phase.Gated); ok {
+				if err := g.ReadGate(ctx, w.readers(), in.Cluster); err != nil {
+					return batched{}, fmt.Errorf("observing step %s: %w", other.Name(), err)
+				}
 				if ready, _ := g.ReadyToChange(in); !ready {
 					break
 				}

@@ -27,7 +27,7 @@ func Register() {
 	registerOnce.Do(func() {
 		crmetrics.Registry.MustRegister(apiWrites, phase, stepDuration, probeFailingPairs, blocked)
 		crmetrics.Registry.MustRegister(rolloutCollectors...)
-		crmetrics.Registry.MustRegister(buildInfo, lastProgress, progressDeadline, windowsNodes, calicoNodeIgnored)
+		crmetrics.Registry.MustRegister(buildInfo, lastProgress, progressDeadline, windowsNodes, calicoNodeIgnored, passes)
 	})
 }
 

@@ -25,13 +25,19 @@ func (BGP) Read(ctx context.Context, r Readers, c *calico.Cluster) error {
 	if err := readNode(ctx, r, c); err != nil {
 		return err
 	}
+	return readHealth(ctx, r, c, calico.StatusCalico)
+}
+
+// ReadGate lists the Nodes (their metadata, from the cache) for
+// ReadyToChange: only a pass about to turn BGP off copies them.
+func (BGP) ReadGate(ctx context.Context, r Readers, c *calico.Cluster) error {
 	nodes := &metav1.PartialObjectMetadataList{}
 	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
 	if err := r.Cache.List(ctx, nodes); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	c.Nodes = nodes.Items
-	return readHealth(ctx, r, c, calico.StatusCalico)
+	return nil
 }
 
 // Record keeps the Installation's bgp.

@@ -67,6 +67,9 @@ type Step interface {
 
 // Gated is a step whose changes wait until the cluster is ready for them.
 type Gated interface {
+	// ReadGate reads into c what ReadyToChange decides from, beyond what
+	// Read read; it is called only when the step's changes are due.
+	ReadGate(ctx context.Context, r Readers, c *calico.Cluster) error
 	// ReadyToChange says whether the changes may be made now, and what they
 	// wait for if not.
 	ReadyToChange(in Input) (bool, string)
@@ -97,12 +100,16 @@ func Plan(step v1alpha1.StepName, changes []calico.Change) []v1alpha1.PlannedCha
 	return out
 }
 
-// readHealth reads the named TigeraStatuses into c.
+// readHealth reads the named TigeraStatuses into c, those c does not hold
+// yet: a pass reads each once, whichever step asks first.
 func readHealth(ctx context.Context, r Readers, c *calico.Cluster, names ...string) error {
 	if c.Health == nil {
 		c.Health = map[string]calico.Health{}
 	}
 	for _, name := range names {
+		if _, ok := c.Health[name]; ok {
+			continue
+		}
 		h, err := calico.ReadHealth(ctx, r.Cache, name)
 		if err != nil {
 			return err
@@ -112,8 +119,11 @@ func readHealth(ctx context.Context, r Readers, c *calico.Cluster, names ...stri
 	return nil
 }
 
-// readNode reads the calico-node DaemonSet into c.
+// readNode reads the calico-node DaemonSet into c, once a pass.
 func readNode(ctx context.Context, r Readers, c *calico.Cluster) (err error) {
+	if c.Node != nil {
+		return nil
+	}
 	c.Node, err = calico.ReadDaemonSet(ctx, r.Cache, calico.NodeDaemonSet)
 	return err
 }

@@ -100,8 +100,8 @@ func TestTheOverlayRecordIsOptional(t *testing.T) {
 	if err := Delete(context.Background(), c, "winready-system"); err != nil {
 		t.Fatal(err)
 	}
-	if err := Save(context.Background(), c, "winready-system", o); err != nil {
-		t.Fatal(err)
+	if created, err := Save(context.Background(), c, "winready-system", o); err != nil || !created {
+		t.Fatalf("Save after Delete: created %v, %v", created, err)
 	}
 	back, err := Load(context.Background(), c, "winready-system")
 	if err != nil {

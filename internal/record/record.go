@@ -45,12 +45,13 @@ func Load(ctx context.Context, r client.Reader, ns string) (*v1alpha1.Originals,
 	return o, Complete(ctx, r, o)
 }
 
-// Save writes the record unless one exists: the first record is the one that
-// describes the cluster before any change, and it is never overwritten.
-func Save(ctx context.Context, c client.Client, ns string, o *v1alpha1.Originals) error {
+// Save writes the record unless one exists, and says whether it did: the
+// first record is the one that describes the cluster before any change, and
+// it is never overwritten.
+func Save(ctx context.Context, c client.Client, ns string, o *v1alpha1.Originals) (created bool, err error) {
 	data, err := json.Marshal(o)
 	if err != nil {
-		return fmt.Errorf("encoding the originals: %w", err)
+		return false, fmt.Errorf("encoding the originals: %w", err)
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: Name, Labels: map[string]string{Label: "true"},
@@ -58,10 +59,13 @@ func Save(ctx context.Context, c client.Client, ns string, o *v1alpha1.Originals
 				"before; read by a rollback. Delete it only to make the cluster as it is now count as the original."}},
 		Data: map[string]string{key: string(data)},
 	}
-	if err := c.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("writing the record of the originals %s/%s: %w", ns, Name, err)
+	switch err := c.Create(ctx, cm); {
+	case apierrors.IsAlreadyExists(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("writing the record of the originals %s/%s: %w", ns, Name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // Delete removes the record after a finished rollback.

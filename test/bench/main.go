@@ -123,11 +123,15 @@ type result struct {
 	p50, p95                time.Duration
 	latencies               int
 	reconciles              int
-	requests                map[string]int
-	heapMiB, rssMiB         float64
-	quietWrites             int
-	quietReconciles         int
-	quietMeasured           bool
+	// triggers are the passes by what woke them (winready_passes_total),
+	// retries the workqueue's (workqueue_retries_total).
+	triggers        map[string]float64
+	retries         float64
+	requests        map[string]int
+	heapMiB, rssMiB float64
+	quietWrites     int
+	quietReconciles int
+	quietMeasured   bool
 }
 
 func run(cfg config) (err error) {
@@ -166,7 +170,7 @@ func run(cfg config) (err error) {
 		return err
 	}
 	simCfg := rest.CopyConfig(restCfg)
-	simCfg.UserAgent = "calicosim"
+	simCfg.UserAgent = simUserAgent
 	simMgr, sim, _, err := calicosim.NewManager(simCfg, scheme,
 		calicosim.Options{RolloutStep: cfg.rolloutStep, StatusLag: cfg.statusLag}, operatorNamespace)
 	if err != nil {
@@ -336,6 +340,10 @@ type bench struct {
 	restCfg, agents *rest.Config
 }
 
+// simUserAgent tells the simulated Calico's requests apart in the audit log:
+// it runs as the control plane's admin, as the bench's own client does.
+const simUserAgent = "calicosim"
+
 // calicoNode names the DaemonSet whose rollouts are counted.
 const calicoNodeNS, calicoNodeName = "calico-system", "calico-node"
 
@@ -397,6 +405,11 @@ func runRunbook(ctx context.Context, cfg config, b bench) error {
 func runWinready(ctx context.Context, b bench, op *winready, r *result) error {
 	// Absent until the first reconcile: zero.
 	reconcilesBefore, _ := op.metric("controller_runtime_reconcile_total", `controller="windowsreadiness"`)
+	retriesBefore, _ := op.metric("workqueue_retries_total", `name="windowsreadiness"`)
+	triggersBefore, err := op.byLabel("winready_passes_total", "trigger")
+	if err != nil {
+		return err
+	}
 	mark, err := auditlog.Size(b.auditLog)
 	if err != nil {
 		return err
@@ -429,6 +442,14 @@ func runWinready(ctx context.Context, b bench, op *winready, r *result) error {
 		return err
 	}
 	r.reconciles = int(reconcilesAfter - reconcilesBefore)
+	retriesAfter, _ := op.metric("workqueue_retries_total", `name="windowsreadiness"`)
+	r.retries = retriesAfter - retriesBefore
+	if r.triggers, err = op.byLabel("winready_passes_total", "trigger"); err != nil {
+		return err
+	}
+	for k, v := range triggersBefore {
+		r.triggers[k] -= v
+	}
 	return readCosts(b, op, mark, r)
 }
 
@@ -581,6 +602,36 @@ func (w *winready) metric(name, match string) (float64, error) {
 	return sum, sc.Err()
 }
 
+// byLabel reads the samples of a metric by the value of one label.
+func (w *winready) byLabel(name, label string) (map[string]float64, error) {
+	resp, err := http.Get(w.metrics)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	prefix := name + "{"
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, label+`="`)
+		value, _, ok := strings.Cut(rest, `"`)
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", line, err)
+		}
+		out[value] += v
+	}
+	return out, sc.Err()
+}
+
 func rssMiB(pid int) (float64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -612,25 +663,30 @@ func requestsBy(events []auditEvent, user string) map[string]int {
 	return counts
 }
 
-// eventToPatch is, for each change winready makes to Calico after the first,
-// the time from the simulator's write that completed the previous step (its
-// last write before the change) to the change.
+// eventToPatch is, for each change winready makes to Calico after its
+// first, the time from the simulated Calico's last status report before it
+// (the report that let the previous step finish: a TigeraStatus, the
+// Installation's status, calico-node's rollout) to the change. Only the
+// first change after a report is paired with it: the rest of a batch answer
+// the same report, and a change that follows no report since the last one
+// was not waiting for Calico.
 func eventToPatch(events []auditEvent) []time.Duration {
 	var lat []time.Duration
-	var lastWrite *auditEvent // the latest accepted write by anyone
+	var report *auditEvent // the simulator's latest status write not yet answered
+	changed := false       // whether winready made its first change
 	for i := range events {
 		ev := &events[i]
 		if !isWrite(ev.Verb) || ev.ResponseStatus.Code >= 300 {
 			continue
 		}
-		// Only a change that follows a write of the simulated Calico was
-		// waiting for Calico; one that follows winready's own write was not.
-		if ev.User.Username == "winready" && calicoResource(ev) && lastWrite != nil &&
-			lastWrite.User.Username != "winready" && ev.Received.After(lastWrite.Done.Time) {
-			lat = append(lat, ev.Received.Sub(lastWrite.Done.Time))
-		}
-		if ev.ObjectRef.Resource != "events" {
-			lastWrite = ev
+		switch {
+		case strings.HasPrefix(ev.UserAgent, simUserAgent) && ev.ObjectRef.Subresource == "status":
+			report = ev
+		case ev.User.Username == "winready" && calicoResource(ev):
+			if changed && report != nil && ev.Received.After(report.Done.Time) {
+				lat = append(lat, ev.Received.Sub(report.Done.Time))
+			}
+			changed, report = true, nil
 		}
 	}
 	return lat
@@ -685,6 +741,7 @@ func report(cfg config, results []result) {
 		}
 	}
 	reportTargets(scale, results)
+	reportTriggers(results)
 	reportRequests(cfg, results[len(results)-1])
 }
 
@@ -707,6 +764,26 @@ func verdict(stalls bool) string {
 		return "stalls"
 	}
 	return "holds"
+}
+
+// reportTriggers prints, for each size, the passes by what woke them and the
+// workqueue's retries.
+func reportTriggers(results []result) {
+	fmt.Println("\npasses by trigger (winready_passes_total; a pass several events woke counts for the first):")
+	for _, r := range results {
+		keys := make([]string, 0, len(r.triggers))
+		for k, v := range r.triggers {
+			if v > 0 {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		parts := make([]string, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, r.triggers[k]))
+		}
+		fmt.Printf("  %5d nodes: %s; workqueue_retries_total %.0f\n", r.nodes, strings.Join(parts, ", "), r.retries)
+	}
 }
 
 func reportRequests(cfg config, lastRes result) {

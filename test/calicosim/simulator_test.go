@@ -274,9 +274,11 @@ var _ = Describe("the simulated Tigera operator", func() {
 			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed(), "the operator read the Installation")
 			Expect(env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND")).To(Equal("bird"), "and left calico-node alone")
 
+			// That the annotation coming off wakes no reconcile by itself is the
+			// DaemonSet watch's predicate (core_internal_test.go): a reconcile
+			// still queued from the operator's own status writes may run after
+			// it, as the real operator's would, so it is not asserted here.
 			annotate("remove")
-			Consistently(func() string { return env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND") }).
-				WithPolling(poll).WithTimeout(time.Second).Should(Equal("bird"), "a change of metadata alone wakes no reconcile")
 			Expect(k8s.Patch(ctx, installation(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"touched":"now"}}}`)))).To(Succeed())
 			Eventually(func() string { return env(daemonSet("calico-node"), "CALICO_NETWORKING_BACKEND") }).
 				WithPolling(poll).WithTimeout(settleTimeout).Should(Equal("vxlan"))

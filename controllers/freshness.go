@@ -1,0 +1,130 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/record"
+)
+
+// seen is what this manager knows of the WindowsReadiness and its record
+// between passes, so that a steady pass reads neither from the API server:
+// the WindowsReadiness is read past the cache only when the cache may be
+// behind, and the record only along with it.
+type seen struct {
+	mu sync.Mutex
+	// uid and version are the WindowsReadiness's UID and the newest
+	// resourceVersion this manager read past the cache or got back from
+	// its own status write. A cache that shows that version holds the
+	// status the previous pass wrote.
+	uid     types.UID
+	version string
+	// recordFor is the UID of the object the record below was read or
+	// written for, empty when none was.
+	recordFor types.UID
+	// record is the originals the record holds, nil when there is none.
+	record *v1alpha1.Originals
+}
+
+// readWindowsReadiness reads the object from the cache when the cache shows
+// the newest version this manager knows of (its own last status write, in a
+// steady pass), and past the cache otherwise: the status written by the
+// previous pass must be seen, or a finished step would be waited for again.
+// A spec edit, an annotation, any other writer, or a cache still behind the
+// last write makes it read past the cache; fresh says it did.
+func (r *Reconciler) readWindowsReadiness(ctx context.Context, key client.ObjectKey) (wr *v1alpha1.WindowsReadiness, fresh bool, err error) {
+	wr = &v1alpha1.WindowsReadiness{}
+	if err := r.Client.Get(ctx, key, wr); err == nil && r.seen.shows(wr) {
+		return wr, false, nil
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		return nil, false, err
+	}
+	wr = &v1alpha1.WindowsReadiness{}
+	if err := r.APIReader.Get(ctx, key, wr); err != nil {
+		return nil, true, err
+	}
+	r.seen.saw(wr)
+	return wr, true, nil
+}
+
+// shows says whether wr is the newest version this manager knows of.
+func (s *seen) shows(wr *v1alpha1.WindowsReadiness) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version != "" && wr.UID == s.uid && wr.ResourceVersion == s.version
+}
+
+// saw remembers wr as the newest version: read past the cache, or returned
+// by a status write.
+func (s *seen) saw(wr *v1alpha1.WindowsReadiness) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.uid, s.version = wr.UID, wr.ResourceVersion
+}
+
+// loadRecord reads the durable record of the originals, nil when there is
+// none: past the cache (winready does not watch its own namespace) whenever
+// the pass read the WindowsReadiness past the cache, else as this manager
+// last read or wrote it. Only winready writes the record; a person who
+// repairs it annotates the WindowsReadiness after (docs/troubleshooting.md),
+// which makes the next pass read both. The originals in the status, written
+// by an earlier winready, are completed as Load completes a record, so that
+// the two compare equal.
+func (r *Reconciler) loadRecord(ctx context.Context, s *scope) (*v1alpha1.Originals, error) {
+	saved, known := r.seen.recordOf(s.wr.UID)
+	if !known || s.fresh {
+		var err error
+		if saved, err = record.Load(ctx, r.APIReader, r.opts.Namespace); err != nil {
+			return nil, err
+		}
+		r.seen.setRecord(s.wr.UID, saved)
+	}
+	return saved, record.Complete(ctx, r.APIReader, s.wr.Status.Originals)
+}
+
+// saveRecord writes the record unless one exists (record.Save) and
+// remembers what it holds.
+func (r *Reconciler) saveRecord(ctx context.Context, s *scope, o *v1alpha1.Originals) error {
+	created, err := record.Save(ctx, r.Client, r.opts.Namespace, o)
+	switch {
+	case err != nil:
+		return err
+	case created:
+		r.seen.setRecord(s.wr.UID, o)
+	default:
+		// One was there already: the next pass reads it.
+		r.seen.setRecord("", nil)
+	}
+	return nil
+}
+
+// deleteRecord deletes the record (record.Delete) and remembers that there
+// is none.
+func (r *Reconciler) deleteRecord(ctx context.Context, s *scope) error {
+	if err := record.Delete(ctx, r.Client, r.opts.Namespace); err != nil {
+		return err
+	}
+	r.seen.setRecord(s.wr.UID, nil)
+	return nil
+}
+
+// recordOf is the record as last read or written for the object uid.
+func (s *seen) recordOf(uid types.UID) (*v1alpha1.Originals, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.recordFor == "" || s.recordFor != uid {
+		return nil, false
+	}
+	return s.record.DeepCopy(), true
+}
+
+func (s *seen) setRecord(uid types.UID, o *v1alpha1.Originals) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recordFor, s.record = uid, o.DeepCopy()
+}

@@ -1,0 +1,129 @@
+package controllers
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/conditions"
+)
+
+// This file holds the decisions several sub-reconcilers share: which steps
+// are disruptive, which re-render calico-node and which go in one write,
+// whether a change may be made now in either direction, and whether Windows
+// nodes have joined (the one writer of RollbackAllowed). They decide from
+// the scope alone, so that the walk can ask about later steps without side
+// effects.
+
+// rendersCalicoNode are the steps whose changes make the Tigera operator
+// re-render calico-node, each a rollout over every node.
+var rendersCalicoNode = []v1alpha1.StepName{v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}
+
+// batchable are the steps whose changes the Tigera operator applies in one
+// reconcile with at most one calico-node rollout between them (README, the
+// step table): BGP and the services endpoint re-render calico-node; the
+// service network and the Windows dataplane change no part of calico-node's
+// template (pkg/render/node.go reads neither; pkg/render/windows.go renders
+// them into calico-node-windows, which runs on Windows nodes only, and none
+// joins before the cluster is Ready). The operator's validation wants the
+// service network with the Windows dataplane, and the first IPv4 pool VXLAN,
+// which the Encapsulation step before them has settled.
+var batchable = []v1alpha1.StepName{v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint,
+	v1alpha1.StepServiceCIDRs, v1alpha1.StepWindowsDataplane}
+
+// migrationBlocked says why the next change may not be made now.
+func migrationBlocked(s *scope, step v1alpha1.StepName) Outcome {
+	if o := heldBySpec(s, step); !o.Done() {
+		return o
+	}
+	if o := speedRefused(s, step); !o.Done() {
+		return o
+	}
+	if o := podCheckBlocked(s, step); !o.Done() {
+		return o
+	}
+	return calicoBlocked(s, step, v1alpha1.DirectionMigrate)
+}
+
+// heldBySpec says whether the spec asks to wait before the step's change:
+// paused, or a disruptive step awaiting approval.
+func heldBySpec(s *scope, step v1alpha1.StepName) Outcome {
+	if s.wr.Spec.Paused {
+		return stop(conditions.ReasonPaused, "paused before the next change; set spec.paused: false to continue")
+	}
+	return awaitingApproval(s, step)
+}
+
+// disruptive are the steps that move traffic: pools change encapsulation,
+// calico-node restarts on every node.
+var disruptive = map[v1alpha1.StepName]string{
+	v1alpha1.StepEncapsulation:    "pod traffic between nodes moves to VXLAN everywhere",
+	v1alpha1.StepBGP:              "calico-node restarts on every node and BGP sessions end",
+	v1alpha1.StepServicesEndpoint: "calico-node restarts on every node",
+}
+
+// awaitingApproval says whether a disruptive step waits for a person.
+func awaitingApproval(s *scope, step v1alpha1.StepName) Outcome {
+	what, ok := disruptive[step]
+	if !ok || !s.wr.Spec.RequireApproval || slices.Contains(s.wr.Spec.ApprovedSteps, step) {
+		return done()
+	}
+	return stop(conditions.ReasonAwaitingApproval, "waiting for approval (%s): add %s to spec.approvedSteps to go on", what, step)
+}
+
+func windowsNodesMessage(names []string) string {
+	return fmt.Sprintf("Windows nodes have joined (%s): they need VXLAN without BGP, so the cluster cannot go back", strings.Join(names, ", "))
+}
+
+// rollbackBlocked says why the next rollback change may not be made now.
+func rollbackBlocked(s *scope, step v1alpha1.StepName) Outcome {
+	if o := heldBySpec(s, step); !o.Done() {
+		return o
+	}
+	return calicoBlocked(s, step, v1alpha1.DirectionRollback)
+}
+
+// podCheckBlocked says why step may not be changed: the pod network got
+// worse after it, and no new check was asked for. The walk's mayChange
+// consults it, so that a reverted step is not applied again by itself.
+func podCheckBlocked(s *scope, step v1alpha1.StepName) Outcome {
+	st := s.wr.Status.PodNetworkCheck
+	if st == nil || st.Last == nil || st.Last.Trigger != string(step) || !st.Last.Worse || !podCheckRerunSeen(s, st.Last) {
+		return done()
+	}
+	return stop(ReasonPodNetworkCheckFailed, "the pod network got worse after this step; fix it, then %s", rerunPodCheckCommand())
+}
+
+// windowsNodesJoined says whether Windows nodes have joined, and writes
+// RollbackAllowed, its one writer. Toward dir Migrate the pass goes on;
+// toward Rollback (a rollback, or the revert of one step) it is refused
+// before its first change, and midway it stops between two steps.
+func windowsNodesJoined(s *scope, dir v1alpha1.Direction) Outcome {
+	nodes := s.windowsNodes
+	if len(nodes) == 0 {
+		s.set(conditions.RollbackAllowed, metav1.ConditionTrue, conditions.ReasonNoWindowsNodes, "no Windows node has joined")
+		return done()
+	}
+	msg := windowsNodesMessage(nodes[:min(len(nodes), maxListedNodes)])
+	if dir != v1alpha1.DirectionRollback {
+		s.set(conditions.RollbackAllowed, metav1.ConditionFalse, conditions.ReasonWindowsNodesPresent, msg)
+		return done()
+	}
+	started := slices.ContainsFunc(s.wr.Status.Steps, func(st v1alpha1.StepStatus) bool {
+		return st.State == v1alpha1.StepReverting || st.State == v1alpha1.StepReverted
+	})
+	if started {
+		msg += "; the rollback stopped between two steps (see status.steps): " +
+			"set spec.direction: Migrate to finish the migration, or remove the Windows nodes to continue the rollback"
+	} else {
+		msg += "; remove them (kubectl delete node) to roll back, or set spec.direction: Migrate"
+	}
+	s.set(conditions.RollbackAllowed, metav1.ConditionFalse, conditions.ReasonWindowsNodesPresent, msg)
+	if !started {
+		msg = "rollback refused, nothing was changed by it: " + msg
+	}
+	return stop(conditions.ReasonWindowsNodesPresent, "%s", msg)
+}

@@ -1,0 +1,101 @@
+package controllers
+
+import (
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/winready/winready/internal/rollout"
+)
+
+// The predicates below pass an update only when it changes what a pass
+// decides from; a create and a delete always pass. An update of metadata
+// alone (a GitOps agent's tracking label, a labeler, managedFields) wakes
+// nothing: the steps never read it, and a pass that loses a race to it is
+// requeued at once anyway (conclude).
+
+// updatesOnly passes every create and delete, and the updates changed
+// accepts.
+func updatesOnly[T any](changed func(old, new T) bool) predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			old, okOld := any(e.ObjectOld).(T)
+			new, okNew := any(e.ObjectNew).(T)
+			return !okOld || !okNew || changed(old, new)
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// installationChanged passes a change of the Installation's spec (its
+// generation) or of its status (status.computed, the conditions): what the
+// steps and their guards read.
+func installationChanged() predicate.Predicate {
+	return updatesOnly(func(old, new *operatorv1.Installation) bool {
+		return old.Generation != new.Generation || !equality.Semantic.DeepEqual(old.Status, new.Status)
+	})
+}
+
+// tigeraStatusChanged passes a change of a TigeraStatus's conditions, which
+// the health checks and the steps' settling read.
+func tigeraStatusChanged() predicate.Predicate {
+	return updatesOnly(func(old, new *operatorv1.TigeraStatus) bool {
+		return !equality.Semantic.DeepEqual(old.Status.Conditions, new.Status.Conditions)
+	})
+}
+
+// configMapChanged passes a change of the data of a cached ConfigMap: the
+// services endpoint and the rounds' reports.
+func configMapChanged() predicate.Predicate {
+	return updatesOnly(func(old, new *corev1.ConfigMap) bool {
+		return !equality.Semantic.DeepEqual(old.Data, new.Data) || !equality.Semantic.DeepEqual(old.BinaryData, new.BinaryData) ||
+			!equality.Semantic.DeepEqual(old.Labels, new.Labels)
+	})
+}
+
+// podChanged passes a calico-node-windows pod's change of status, node or
+// deletion, which the join watch reports (its phase, readiness and what its
+// containers wait for). There is one such pod per Windows node.
+func podChanged() predicate.Predicate {
+	return updatesOnly(func(old, new *corev1.Pod) bool {
+		return old.Spec.NodeName != new.Spec.NodeName || !old.DeletionTimestamp.Equal(new.DeletionTimestamp) ||
+			!equality.Semantic.DeepEqual(old.Status, new.Status)
+	})
+}
+
+// progressMarks is how many times a rollout wakes the reconciler on its way
+// (besides its start and its end): once for every 2% of the nodes updated or
+// available. A pass is woken at each mark, each end and each change of the
+// template, and at the progress deadline by its own RequeueAfter, which
+// observes whatever moved in between: the deadline never counts progress it
+// did not look at.
+const progressMarks = 50
+
+// daemonSetChanged passes a change of a DaemonSet's template or annotations
+// (its generation, the Tigera operator's ignore annotation), of what its
+// controller has seen (observedGeneration), of the nodes it should run on,
+// of whether its rollout is done, and each progress mark of a rollout. The
+// thousands of status updates of a rollout over a large cluster wake a pass
+// each only up to progressMarks times.
+func daemonSetChanged() predicate.Predicate {
+	return updatesOnly(func(old, new *appsv1.DaemonSet) bool {
+		o, n := rollout.Observe(old, old.CreationTimestamp.Time), rollout.Observe(new, new.CreationTimestamp.Time)
+		return old.Generation != new.Generation ||
+			!equality.Semantic.DeepEqual(old.Annotations, new.Annotations) ||
+			o.ObservedGeneration != n.ObservedGeneration || o.Desired != n.Desired || o.Done() != n.Done() ||
+			mark(o.Updated, o.Desired) != mark(n.Updated, n.Desired) ||
+			mark(o.Available, o.Desired) != mark(n.Available, n.Desired) ||
+			(o.Unavailable == 0) != (n.Unavailable == 0)
+	})
+}
+
+// mark is the progress mark n of desired has reached.
+func mark(n, desired int32) int64 {
+	if desired <= 0 {
+		return 0
+	}
+	return int64(n) * progressMarks / int64(desired)
+}

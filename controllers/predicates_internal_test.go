@@ -1,0 +1,95 @@
+package controllers
+
+import (
+	"testing"
+
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+func passes(p predicate.Predicate, old, new client.Object) bool {
+	return p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: new})
+}
+
+// calicoNodeAt is calico-node at generation 2 on 1,000 nodes, updated of them
+// on the new template and all but unavailable available.
+func calicoNodeAt(updated, unavailable int32) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "calico-system", Name: "calico-node", Generation: 2},
+		Status: appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 1000, UpdatedNumberScheduled: updated,
+			NumberAvailable: 1000 - unavailable, NumberUnavailable: unavailable},
+	}
+}
+
+// TestARolloutWakesAPassAtEachMarkNotAtEachNode walks a rollout of 1,000
+// nodes one node at a time: a pass is woken at each 2% mark and at the end,
+// never more than progressMarks times plus its ends.
+func TestARolloutWakesAPassAtEachMarkNotAtEachNode(t *testing.T) {
+	p := daemonSetChanged()
+	woken := 0
+	prev := calicoNodeAt(0, 0)
+	for updated := int32(1); updated <= 1000; updated++ {
+		unavailable := int32(1)
+		if updated == 1000 {
+			unavailable = 0
+		}
+		next := calicoNodeAt(updated, unavailable)
+		if passes(p, prev, next) {
+			woken++
+		}
+		prev = next
+	}
+	if woken < progressMarks || woken > progressMarks+3 {
+		t.Errorf("a rollout of 1,000 nodes woke %d passes, want about %d", woken, progressMarks)
+	}
+	done := calicoNodeAt(1000, 0)
+	if passes(p, done, done.DeepCopy()) {
+		t.Error("a resync of a finished rollout woke a pass")
+	}
+	changed := done.DeepCopy()
+	changed.Generation = 3
+	if !passes(p, done, changed) {
+		t.Error("a new template woke no pass")
+	}
+	ignored := done.DeepCopy()
+	ignored.Annotations = map[string]string{"unsupported.operator.tigera.io/ignore": "true"}
+	if !passes(p, done, ignored) {
+		t.Error("the ignore annotation woke no pass")
+	}
+}
+
+// TestALabelOnTheInstallationWakesNothing is the labeler of the contention
+// specs: metadata alone wakes no pass; the spec and the status do.
+func TestALabelOnTheInstallationWakesNothing(t *testing.T) {
+	p := installationChanged()
+	old := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 4, ResourceVersion: "10"}}
+	labelled := old.DeepCopy()
+	labelled.ResourceVersion, labelled.Labels = "11", map[string]string{"argocd.argoproj.io/instance": "calico"}
+	if passes(p, old, labelled) {
+		t.Error("a label woke a pass")
+	}
+	spec := labelled.DeepCopy()
+	spec.Generation = 5
+	if !passes(p, labelled, spec) {
+		t.Error("a spec change woke no pass")
+	}
+	status := labelled.DeepCopy()
+	status.Status.MTU = 1410
+	if !passes(p, labelled, status) {
+		t.Error("a status change woke no pass")
+	}
+	if !p.Create(event.CreateEvent{Object: old}) || !p.Delete(event.DeleteEvent{Object: old}) {
+		t.Error("a create or a delete woke no pass")
+	}
+	cm := &corev1.ConfigMap{Data: map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.1"}}
+	touched := cm.DeepCopy()
+	touched.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"}
+	if passes(configMapChanged(), cm, touched) {
+		t.Error("an annotation on the services endpoint woke a pass")
+	}
+}
