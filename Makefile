@@ -110,9 +110,9 @@ rules-test: ## Evaluate config/prometheus's alerts with Prometheus's PromQL engi
 	cd test/prometheus && go vet ./... && go test ./... -count=1
 
 .PHONY: chart-test
-chart-test: ## Render the Helm chart hack/release generates with the Helm SDK and compare it with install.yaml (test/chart, a module of its own).
+chart-test: envtest-assets ## Render the Helm chart hack/release generates with the Helm SDK, compare it with install.yaml and install it on envtest (test/chart, a module of its own).
 	cd test/chart && { go mod tidy -diff || { echo "test/chart: run go mod tidy there and commit"; exit 1; }; }
-	cd test/chart && go vet ./... && go test ./... -count=1
+	cd test/chart && go vet ./... && KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./... -count=1
 
 .PHONY: chart
 chart: image ## Generate the Helm chart from config/ into dist/chart/winready and package it (dist/winready-<version>.tgz), beside install.yaml.
@@ -189,4 +189,4 @@ release-check: release envtest-assets ## Build the release and check it: image c
 		go test ./hack/release/ -count=1 -run TestTheReleaseAsBuilt -v
 	cd test/krew && { go mod tidy -diff || { echo "test/krew: run go mod tidy there and commit"; exit 1; }; }
 	cd test/krew && WINREADY_DIST=$(CURDIR)/dist go test ./... -count=1 -v
-	cd test/chart && WINREADY_DIST=$(CURDIR)/dist go test ./... -count=1 -v
+	cd test/chart && WINREADY_DIST=$(CURDIR)/dist KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./... -count=1 -v
