@@ -127,7 +127,10 @@ e2e-binaries: envtest-assets ## Build the real Tigera operator, kube-controller-
 	bash hack/e2e-binaries.sh
 
 # The manifest make e2e installs winready from: a release's install.yaml
-# (E2E_MANIFEST=dist/install.yaml after make release), else config/default.
+# (E2E_MANIFEST=dist/install.yaml after make release); the Helm chart
+# (E2E_MANIFEST=chart: generated from config/ as make chart does, rendered
+# with the Helm SDK by test/chart's cmd/render; or a chart package's path,
+# dist/winready-<version>.tgz); else config/default.
 E2E_MANIFEST ?=
 
 # The node counts the timing scenario (the manual runbook and winready, timed
