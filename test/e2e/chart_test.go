@@ -102,8 +102,11 @@ func buildChart(dir string) (string, error) {
 		return "", err
 	}
 	pkgs, err := filepath.Glob(filepath.Join(dir, "winready-*.tgz"))
-	if err != nil || len(pkgs) != 1 {
-		return "", fmt.Errorf("want one chart package in %s, found %v (%v)", dir, pkgs, err)
+	if err != nil {
+		return "", err
+	}
+	if len(pkgs) != 1 {
+		return "", fmt.Errorf("want one chart package in %s, found %v", dir, pkgs)
 	}
 	return pkgs[0], nil
 }
