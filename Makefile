@@ -110,9 +110,9 @@ rules-test: ## Evaluate config/prometheus's alerts with Prometheus's PromQL engi
 	cd test/prometheus && go vet ./... && go test ./... -count=1
 
 .PHONY: chart-test
-chart-test: ## Render the Helm chart hack/release generates with the Helm SDK and compare it with install.yaml (test/chart, a module of its own).
+chart-test: envtest-assets ## Render the Helm chart hack/release generates with the Helm SDK, compare it with install.yaml and install it on envtest (test/chart, a module of its own).
 	cd test/chart && { go mod tidy -diff || { echo "test/chart: run go mod tidy there and commit"; exit 1; }; }
-	cd test/chart && go vet ./... && go test ./... -count=1
+	cd test/chart && go vet ./... && KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./... -count=1
 
 .PHONY: chart
 chart: image ## Generate the Helm chart from config/ into dist/chart/winready and package it (dist/winready-<version>.tgz), beside install.yaml.
@@ -127,7 +127,10 @@ e2e-binaries: envtest-assets ## Build the real Tigera operator, kube-controller-
 	bash hack/e2e-binaries.sh
 
 # The manifest make e2e installs winready from: a release's install.yaml
-# (E2E_MANIFEST=dist/install.yaml after make release), else config/default.
+# (E2E_MANIFEST=dist/install.yaml after make release); the Helm chart
+# (E2E_MANIFEST=chart: generated from config/ as make chart does, rendered
+# with the Helm SDK by test/chart's cmd/render; or a chart package's path,
+# dist/winready-<version>.tgz); else config/default.
 E2E_MANIFEST ?=
 
 # The node counts the timing scenario (the manual runbook and winready, timed
@@ -189,4 +192,4 @@ release-check: release envtest-assets ## Build the release and check it: image c
 		go test ./hack/release/ -count=1 -run TestTheReleaseAsBuilt -v
 	cd test/krew && { go mod tidy -diff || { echo "test/krew: run go mod tidy there and commit"; exit 1; }; }
 	cd test/krew && WINREADY_DIST=$(CURDIR)/dist go test ./... -count=1 -v
-	cd test/chart && WINREADY_DIST=$(CURDIR)/dist go test ./... -count=1 -v
+	cd test/chart && WINREADY_DIST=$(CURDIR)/dist KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./... -count=1 -v

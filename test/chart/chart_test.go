@@ -10,16 +10,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"sigs.k8s.io/yaml"
+
+	"github.com/winready/winready/test/chart/render"
 )
 
 const (
@@ -57,57 +56,29 @@ func loadChart(t *testing.T, dir string) *chart.Chart {
 	if err != nil || len(pkgs) != 1 {
 		t.Fatalf("want one chart package in %s, found %v (%v)", dir, pkgs, err)
 	}
-	c, err := loader.Load(pkgs[0])
+	c, err := render.Load(pkgs[0])
 	if err != nil {
-		t.Fatalf("loading %s: %v", pkgs[0], err)
-	}
-	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-// render is `helm template` of c with values: the CRDs of crds/ (which
+// renderChart is `helm template` of c with values: the CRDs of crds/ (which
 // helm install applies first) and the templates' objects.
-func render(t *testing.T, c *chart.Chart, values map[string]any) []map[string]any {
+func renderChart(t *testing.T, c *chart.Chart, values map[string]any) []map[string]any {
 	t.Helper()
-	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: "winready", Namespace: "default", IsInstall: true},
-		chartutil.DefaultCapabilities)
+	objs, err := render.Objects(c, values)
 	if err != nil {
 		t.Fatal(err)
-	}
-	files, err := engine.Render(c, vals)
-	if err != nil {
-		t.Fatalf("rendering: %v", err)
-	}
-	var objs []map[string]any
-	for _, crd := range c.CRDObjects() {
-		objs = append(objs, decode(t, crd.Filename, crd.File.Data)...)
-	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		if strings.HasSuffix(name, ".yaml") {
-			objs = append(objs, decode(t, name, []byte(files[name]))...)
-		}
 	}
 	return objs
 }
 
 func decode(t *testing.T, name string, data []byte) []map[string]any {
 	t.Helper()
-	var objs []map[string]any
-	for _, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
-		obj := map[string]any{}
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			t.Fatalf("%s: %v\n%s", name, err, doc)
-		}
-		if len(obj) > 0 {
-			objs = append(objs, obj)
-		}
+	objs, err := render.Decode(name, data)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return objs
 }
@@ -142,7 +113,7 @@ func TestDefaultValuesRenderInstallYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := byKey(t, decode(t, "install.yaml", install))
-	got := byKey(t, render(t, loadChart(t, dir), nil))
+	got := byKey(t, renderChart(t, loadChart(t, dir), nil))
 	for k, w := range want {
 		g, ok := got[k]
 		if !ok {
@@ -181,7 +152,7 @@ prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack}}
 `), &values); err != nil {
 		t.Fatal(err)
 	}
-	objs := byKey(t, render(t, c, values))
+	objs := byKey(t, renderChart(t, c, values))
 	dep := objs["Deployment winready-system/winready-manager"]
 	if dep == nil {
 		t.Fatal("no Deployment winready-system/winready-manager")
@@ -244,8 +215,7 @@ prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack}}
 
 func mustRenderValues(t *testing.T, c *chart.Chart, values map[string]any) chartutil.Values {
 	t.Helper()
-	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{Name: "winready", Namespace: "default", IsInstall: true},
-		chartutil.DefaultCapabilities)
+	vals, err := render.Values(c, values)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +242,7 @@ func merged(m any, add map[string]any) map[string]any {
 // PrometheusRule, which has a value of its own.
 func TestServiceMonitorBringsItsCredentials(t *testing.T) {
 	dir, _ := release(t)
-	objs := byKey(t, render(t, loadChart(t, dir), map[string]any{"serviceMonitor": map[string]any{"enabled": true}}))
+	objs := byKey(t, renderChart(t, loadChart(t, dir), map[string]any{"serviceMonitor": map[string]any{"enabled": true}}))
 	sm := objs["ServiceMonitor winready-system/winready"]
 	if sm == nil {
 		t.Fatal("serviceMonitor.enabled renders no ServiceMonitor")

@@ -29,13 +29,18 @@ const managerDeployment = "winready-manager"
 
 // manifestOf is winready as a platform team installs it: the release's
 // install.yaml when E2E_MANIFEST names one (make e2e does when dist/ holds a
-// release), else config/default as kustomize builds it, from the checkout
-// at root.
+// release), its Helm chart when E2E_MANIFEST is chart or a chart package
+// (chartManifest), else config/default as kustomize builds it, from the
+// checkout at root.
 func manifestOf(root string) ([]*unstructured.Unstructured, error) {
-	if path := os.Getenv("E2E_MANIFEST"); path != "" && root == repoRoot {
-		return install.ReadManifest(path)
+	path := os.Getenv("E2E_MANIFEST")
+	switch {
+	case path == "" || root != repoRoot:
+		return install.Build(filepath.Join(root, "config", "default"))
+	case isChart(path):
+		return chartManifest()
 	}
-	return install.Build(filepath.Join(root, "config", "default"))
+	return install.ReadManifest(path)
 }
 
 // installWinready applies the manifest as `kubectl apply` does and returns

@@ -1,0 +1,231 @@
+package chart
+
+import (
+	"cmp"
+	"context"
+	"os"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+)
+
+// TestTheChartInstalls applies what the chart renders to a real API server,
+// with default values and then, as a helm upgrade would, with the values a
+// platform team sets: every object is admitted (server-side apply refuses a
+// field the schema lacks), and the manager's Deployment as stored carries
+// the values, its image and WINREADY_IMAGE the same.
+func TestTheChartInstalls(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("KUBEBUILDER_ASSETS is unset: make chart-test sets it to the envtest control plane")
+	}
+	dir, pinned := release(t)
+	c := loadChart(t, dir)
+	ctx := t.Context()
+	k8s := startAPIServer(t)
+	// winready's Roles live in Calico's namespaces, which a Calico install
+	// made before winready's.
+	for _, ns := range []string{"calico-system", "tigera-operator"} {
+		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	const mirror = "registry.example.com/mirror/winready"
+	const mirrorDigest = "sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+	for _, tc := range []struct {
+		name   string
+		values string
+		want   managerSpec
+	}{{
+		name: "default values",
+		want: managerSpec{
+			image:        registry + "/winready@" + pinned,
+			replicas:     2,
+			nodeSelector: map[string]string{"kubernetes.io/os": "linux"},
+		},
+	}, {
+		name: "a platform team's values",
+		values: `
+image: {repository: ` + mirror + `, digest: "` + mirrorDigest + `"}
+replicas: 3
+nodeSelector: {kubernetes.io/os: linux, node-role.kubernetes.io/infra: ""}
+tolerations: [{key: node-role.kubernetes.io/infra, operator: Exists, effect: NoSchedule}]
+resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {memory: 512Mi}}
+serviceMonitor: {enabled: false}
+`,
+		want: managerSpec{
+			image:        mirror + "@" + mirrorDigest,
+			replicas:     3,
+			nodeSelector: map[string]string{"kubernetes.io/os": "linux", "node-role.kubernetes.io/infra": ""},
+			tolerations: []corev1.Toleration{{Key: "node-role.kubernetes.io/infra", Operator: corev1.TolerationOpExists,
+				Effect: corev1.TaintEffectNoSchedule}},
+			resources: &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+			},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			values := map[string]any{}
+			if err := yaml.Unmarshal([]byte(tc.values), &values); err != nil {
+				t.Fatal(err)
+			}
+			objs := renderChart(t, c, values)
+			applyAll(t, ctx, k8s, objs)
+			for _, o := range objs {
+				u := &unstructured.Unstructured{Object: o}
+				got := &unstructured.Unstructured{}
+				got.SetGroupVersionKind(u.GroupVersionKind())
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(u), got); err != nil {
+					t.Errorf("%s after the apply: %v", key(o), err)
+				}
+				if u.GetKind() == "ServiceMonitor" || u.GetKind() == "PrometheusRule" {
+					t.Errorf("%s rendered with its value off", key(o))
+				}
+			}
+			dep := &appsv1.Deployment{}
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: "winready-system", Name: "winready-manager"}, dep); err != nil {
+				t.Fatal(err)
+			}
+			tc.want.check(t, dep)
+		})
+	}
+}
+
+// managerSpec is what the values set in the manager's Deployment.
+type managerSpec struct {
+	image        string
+	replicas     int32
+	nodeSelector map[string]string
+	tolerations  []corev1.Toleration
+	// resources nil: config/default's.
+	resources *corev1.ResourceRequirements
+}
+
+func (want managerSpec) check(t *testing.T, dep *appsv1.Deployment) {
+	t.Helper()
+	pod := dep.Spec.Template.Spec
+	i := slices.IndexFunc(pod.Containers, func(c corev1.Container) bool { return c.Name == "manager" })
+	if i < 0 {
+		t.Fatalf("the Deployment as stored has no manager container: %s", asJSON(pod.Containers))
+	}
+	manager := pod.Containers[i]
+	env := ""
+	for _, e := range manager.Env {
+		if e.Name == "WINREADY_IMAGE" {
+			env = e.Value
+		}
+	}
+	if manager.Image != want.image || env != want.image {
+		t.Errorf("image %q, WINREADY_IMAGE %q: want both %q", manager.Image, env, want.image)
+	}
+	if got := dep.Spec.Replicas; got == nil || *got != want.replicas {
+		t.Errorf("replicas %v, want %d", asJSON(got), want.replicas)
+	}
+	if !reflect.DeepEqual(pod.NodeSelector, want.nodeSelector) {
+		t.Errorf("nodeSelector %v, want %v", pod.NodeSelector, want.nodeSelector)
+	}
+	if !reflect.DeepEqual(pod.Tolerations, want.tolerations) {
+		t.Errorf("tolerations %s, want %s", asJSON(pod.Tolerations), asJSON(want.tolerations))
+	}
+	if want.resources != nil && !equalResources(manager.Resources, *want.resources) {
+		t.Errorf("resources %s, want %s", asJSON(manager.Resources), asJSON(want.resources))
+	}
+}
+
+func equalResources(a, b corev1.ResourceRequirements) bool {
+	same := func(x, y corev1.ResourceList) bool {
+		if len(x) != len(y) {
+			return false
+		}
+		for name, q := range x {
+			if q.Cmp(y[name]) != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return same(a.Requests, b.Requests) && same(a.Limits, b.Limits)
+}
+
+// startAPIServer starts envtest's kube-apiserver and etcd, with nothing
+// installed, and returns an uncached client of it.
+func startAPIServer(t *testing.T) client.Client {
+	t.Helper()
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting the API server: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping the API server: %v", err)
+		}
+	})
+	k8s, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k8s
+}
+
+// applyAll applies objs as helm install does them, with server-side apply:
+// the CRDs (crds/) first, each established before the rest, then the
+// Namespaces, then everything else.
+func applyAll(t *testing.T, ctx context.Context, k8s client.Client, objs []map[string]any) {
+	t.Helper()
+	rank := func(o map[string]any) int {
+		switch o["kind"] {
+		case "CustomResourceDefinition":
+			return 0
+		case "Namespace":
+			return 1
+		}
+		return 2
+	}
+	objs = slices.Clone(objs)
+	slices.SortStableFunc(objs, func(a, b map[string]any) int { return cmp.Compare(rank(a), rank(b)) })
+	for _, o := range objs {
+		u := &unstructured.Unstructured{Object: o}
+		if err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u.DeepCopy()),
+			client.FieldOwner("helm"), client.ForceOwnership); err != nil {
+			t.Fatalf("applying %s: %v", key(o), err)
+		}
+		if u.GetKind() == "CustomResourceDefinition" {
+			waitEstablished(t, ctx, k8s, u.GetName())
+		}
+	}
+}
+
+func waitEstablished(t *testing.T, ctx context.Context, k8s client.Client, name string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		crd := &unstructured.Unstructured{}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, c := range conds {
+			if c, _ := c.(map[string]any); c["type"] == "Established" && c["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("CRD %s not established: %v", name, err)
+	}
+}
