@@ -11,6 +11,8 @@ IMG ?= winready:dev
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REGISTRY ?= ghcr.io/winready
 GINKGO_FLAGS ?=
+# Flags of the Ginkgo CLI for make test-controllers (--focus, --label-filter, -v).
+GINKGO_CLI_FLAGS ?=
 
 .PHONY: help
 help: ## List the targets.
@@ -65,33 +67,53 @@ $(CRDS):
 
 # The packages whose tests start an envtest control plane (each its own, on
 # free ports): they run again every time. The others keep Go's test cache.
-ENVTEST_PKGS := ./config/rbac/ ./controllers/ ./hack/release/ ./internal/calico/ ./internal/cli/ ./internal/plugin/ ./test/calicosim/ ./test/kit/
+ENVTEST_PKGS := ./config/rbac/ ./hack/release/ ./internal/calico/ ./internal/cli/ ./internal/plugin/ ./test/calicosim/ ./test/kit/
 # The end-to-end scenarios on the simulator, as a smoke test of winready as
 # installed (its manifest, its binary under its ServiceAccount): the whole
 # set runs against the real Tigera operator in make e2e.
 E2E_SMOKE := Windows-ready (keeps Windows nodes out|migrates to Ready replacing|rolls back to exactly)
 TEST_P ?= 2
+# Ginkgo's CLI (pinned in hack/tools/go.mod beside golangci-lint) runs the
+# controllers suite in CONTROLLERS_PROCS processes: each starts its own control
+# plane and simulator in BeforeSuite and takes the next spec as it frees up, so
+# no state is shared between processes.
+GINKGO := go tool -modfile=$(CURDIR)/hack/tools/go.mod ginkgo
+CONTROLLERS_PROCS ?= 3
+# How many of make test's parts run at once: the controllers suite beside a
+# stream of the others.
+TEST_JOBS ?= 3
 
 .PHONY: test
-test: envtest-assets ## Run every test on envtest (an as-installed smoke test of the end-to-end scenarios on the simulator included).
-	go test $$(go list ./... | grep -v -e '/test/e2e$$' $(foreach p,$(ENVTEST_PKGS),-e '$(patsubst ./%/,%,$(p))$$')) -p $(TEST_P) -timeout 10m
+test: envtest-assets ## Run every test on envtest (an as-installed smoke test of the end-to-end scenarios on the simulator included), in parallel.
+	$(MAKE) --no-print-directory -j $(TEST_JOBS) --output-sync=target test-controllers test-envtest test-pure test-smoke \
+		kit-example rules-test gitops-docs-test chart-test
+
+.PHONY: test-pure
+test-pure: ## The packages that start no control plane (Go's test cache kept).
+	go test $$(go list ./... | grep -v -e '/test/e2e$$' -e '/controllers$$' $(foreach p,$(ENVTEST_PKGS),-e '$(patsubst ./%/,%,$(p))$$')) -p $(TEST_P) -timeout 10m
+
+.PHONY: test-controllers
+test-controllers: envtest-assets ## The controllers suite, in CONTROLLERS_PROCS processes.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GINKGO) -p --procs=$(CONTROLLERS_PROCS) --timeout=30m $(GINKGO_CLI_FLAGS) ./controllers/
+
+.PHONY: test-envtest
+test-envtest: envtest-assets ## The other packages that start a control plane of their own.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test $(ENVTEST_PKGS) -p $(TEST_P) -count=1 -timeout 30m $(GINKGO_FLAGS)
+
+.PHONY: test-smoke
+test-smoke: envtest-assets ## The end-to-end smoke test: winready as installed, on the simulator.
 	go build -o bin/winready-test .
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) WINREADY_BIN=$(CURDIR)/bin/winready-test go test ./test/e2e/ -count=1 -timeout 10m \
 		-ginkgo.focus '$(E2E_SMOKE)'
-	$(MAKE) kit-example
-	$(MAKE) rules-test
-	$(MAKE) gitops-docs-test
-	$(MAKE) chart-test
 
 # Flakes found, not hidden: the controllers' packages N times in a row, in
 # random order, with the race detector.
 N ?= 5
 .PHONY: test-repeat
-test-repeat: envtest-assets ## Run the controllers' envtest packages N times (N=5) with -race and a random spec order.
+test-repeat: envtest-assets ## Run the controllers' envtest suites N times (N=5) with -race and a random spec order.
 	for i in $$(seq $(N)); do echo "run $$i of $(N)"; \
-		KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./controllers/ ./test/calicosim/ -race -count=1 -p 1 -timeout 60m \
-			-ginkgo.randomize-all -ginkgo.seed=$$RANDOM || exit 1; done
+		KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GINKGO) -p --procs=$(CONTROLLERS_PROCS) --race --randomize-all --timeout=60m \
+			./controllers/ ./test/calicosim/ || exit 1; done
 
 .PHONY: kit-example
 kit-example: envtest-assets ## Run test/ci-example: a platform team's CI suite, a module of its own, on the test kit.

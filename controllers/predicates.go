@@ -39,12 +39,28 @@ func installationChanged() predicate.Predicate {
 	})
 }
 
-// tigeraStatusChanged passes a change of a TigeraStatus's conditions, which
-// the health checks and the steps' settling read.
+// tigeraStatusChanged passes a change of a TigeraStatus's conditions that a
+// pass decides from: a condition's status, reason or observedGeneration, and
+// the message of a Degraded one. The operator rewrites Progressing's message
+// for every node a rollout updates; those wake nothing (the rollout's own
+// marks do, daemonSetChanged).
 func tigeraStatusChanged() predicate.Predicate {
 	return updatesOnly(func(old, new *operatorv1.TigeraStatus) bool {
-		return !equality.Semantic.DeepEqual(old.Status.Conditions, new.Status.Conditions)
+		return !equality.Semantic.DeepEqual(decisive(old.Status.Conditions), decisive(new.Status.Conditions))
 	})
+}
+
+// decisive is what tigeraStatusChanged compares of each condition.
+func decisive(conds []operatorv1.TigeraStatusCondition) []operatorv1.TigeraStatusCondition {
+	out := make([]operatorv1.TigeraStatusCondition, 0, len(conds))
+	for _, c := range conds {
+		d := operatorv1.TigeraStatusCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, ObservedGeneration: c.ObservedGeneration}
+		if c.Type == operatorv1.ComponentDegraded && c.Status == operatorv1.ConditionTrue {
+			d.Message = c.Message
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // configMapChanged passes a change of the data of a cached ConfigMap: the

@@ -93,3 +93,36 @@ func TestALabelOnTheInstallationWakesNothing(t *testing.T) {
 		t.Error("an annotation on the services endpoint woke a pass")
 	}
 }
+
+// TestARolloutsMessagesWakeNothing: the operator's Progressing message moves
+// with every node; only a change of status, reason, generation, or a
+// Degraded message wakes a pass.
+func TestARolloutsMessagesWakeNothing(t *testing.T) {
+	p := tigeraStatusChanged()
+	at := func(progress, degraded string) *operatorv1.TigeraStatus {
+		ts := &operatorv1.TigeraStatus{ObjectMeta: metav1.ObjectMeta{Name: "calico"}}
+		ts.Status.Conditions = []operatorv1.TigeraStatusCondition{
+			{Type: operatorv1.ComponentProgressing, Status: operatorv1.ConditionTrue, Reason: "ResourceNotReady", Message: progress, ObservedGeneration: 3},
+			{Type: operatorv1.ComponentDegraded, Status: operatorv1.ConditionFalse},
+		}
+		if degraded != "" {
+			ts.Status.Conditions[1] = operatorv1.TigeraStatusCondition{Type: operatorv1.ComponentDegraded, Status: operatorv1.ConditionTrue,
+				Reason: "PodFailure", Message: degraded, ObservedGeneration: 3}
+		}
+		return ts
+	}
+	if passes(p, at("12 out of 1000 updated", ""), at("13 out of 1000 updated", "")) {
+		t.Error("a rollout's Progressing message woke a pass")
+	}
+	if !passes(p, at("13 out of 1000 updated", ""), at("13 out of 1000 updated", "crash looping: calico-node-a")) {
+		t.Error("Degraded woke no pass")
+	}
+	if !passes(p, at("", "crash looping: calico-node-a"), at("", "crash looping: calico-node-b")) {
+		t.Error("a Degraded message's change woke no pass")
+	}
+	done := at("", "")
+	done.Status.Conditions[0].Status = operatorv1.ConditionFalse
+	if !passes(p, at("999 out of 1000 updated", ""), done) {
+		t.Error("the end of Progressing woke no pass")
+	}
+}

@@ -72,7 +72,10 @@ var _ = BeforeSuite(func() {
 	// Rollouts of three simulated nodes take well under a second; the
 	// generous bound only matters on a loaded CI machine.
 	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(20 * time.Millisecond)
+	// Each poll is a read past any cache: every 50 ms is soon enough for a
+	// spec and spares the API server, which three suites share the cores with.
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	SetDefaultConsistentlyPollingInterval(50 * time.Millisecond)
 	SetDefaultConsistentlyDuration(300 * time.Millisecond)
 	testEnv = &envtest.Environment{CRDDirectoryPaths: crdPaths(true), ErrorIfCRDPathMissing: true}
 	auditLog = enableAudit(testEnv, GinkgoT().TempDir())

@@ -664,16 +664,19 @@ func requestsBy(events []auditEvent, user string) map[string]int {
 }
 
 // eventToPatch is, for each change winready makes to Calico after its
-// first, the time from the simulated Calico's last status report before it
-// (the report that let the previous step finish: a TigeraStatus, the
-// Installation's status, calico-node's rollout) to the change. Only the
-// first change after a report is paired with it: the rest of a batch answer
-// the same report, and a change that follows no report since the last one
+// first, the time from the simulated Calico's last status report that ended
+// before the change was received (the report that let the previous step
+// finish: a TigeraStatus, the Installation's status, calico-node's rollout)
+// to the change. The log is in the order requests completed, so a report
+// that ended while the change was in flight comes before it and is passed
+// over. Each report answers one change at most: the rest of a batch answer
+// the same report, and a change with no report since the last one paired
 // was not waiting for Calico.
 func eventToPatch(events []auditEvent) []time.Duration {
 	var lat []time.Duration
-	var report *auditEvent // the simulator's latest status write not yet answered
-	changed := false       // whether winready made its first change
+	var reports []*auditEvent // the simulator's status writes, in the log's order
+	paired := -1              // the last report paired with a change
+	changed := false          // whether winready made its first change
 	for i := range events {
 		ev := &events[i]
 		if !isWrite(ev.Verb) || ev.ResponseStatus.Code >= 300 {
@@ -681,12 +684,16 @@ func eventToPatch(events []auditEvent) []time.Duration {
 		}
 		switch {
 		case strings.HasPrefix(ev.UserAgent, simUserAgent) && ev.ObjectRef.Subresource == "status":
-			report = ev
+			reports = append(reports, ev)
 		case ev.User.Username == "winready" && calicoResource(ev):
-			if changed && report != nil && ev.Received.After(report.Done.Time) {
-				lat = append(lat, ev.Received.Sub(report.Done.Time))
+			last := len(reports) - 1
+			for last > paired && !reports[last].Done.Before(&ev.Received) {
+				last--
 			}
-			changed, report = true, nil
+			if changed && last > paired {
+				lat = append(lat, ev.Received.Sub(reports[last].Done.Time))
+			}
+			changed, paired = true, max(paired, last)
 		}
 	}
 	return lat

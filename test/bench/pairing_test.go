@@ -22,9 +22,10 @@ func at(ms int, user, agent, resource, subresource string) auditEvent {
 }
 
 // TestEventToPatchPairsEachChangeWithTheReportBeforeIt is a small audit log of
-// two steps: winready's own writes in between (its status, the hold) and the
-// simulator's writes that are not reports (a Node) are never paired, the
-// first change is not paired, and the second change of a batch is not either.
+// three steps: winready's own writes in between (its status, the hold) and
+// the simulator's writes that are not reports (a Node) are never paired, the
+// first change is not paired, nor the second change of a batch, and a report
+// that ended while a change was in flight is not the one it answers.
 func TestEventToPatchPairsEachChangeWithTheReportBeforeIt(t *testing.T) {
 	const sim = simUserAgent + "/v0.0.0"
 	events := []auditEvent{
@@ -41,10 +42,18 @@ func TestEventToPatchPairsEachChangeWithTheReportBeforeIt(t *testing.T) {
 		at(450, "admin", sim, "tigerastatuses", "status"),          // and reported
 		at(452, "winready", "winready", "installations", "status"), // not a change
 		at(470, "winready", "winready", "installations", ""),       // 19 ms after the last report's end
+		at(600, "admin", sim, "daemonsets", "status"),              // the next report
+		at(650, "winready", "winready", "installations", ""),       // received at 650, in flight until 660...
+		at(655, "admin", sim, "tigerastatuses", "status"),          // ...while this report ends at 656
 	}
 	events[8].ObjectRef.Namespace = "tigera-operator"
+	// The log is in the order requests completed: the change comes after
+	// the report that ended while it was in flight.
+	n := len(events)
+	events[n-2].Done = metav1.NewMicroTime(events[n-2].Received.Add(10 * time.Millisecond))
+	events[n-2], events[n-1] = events[n-1], events[n-2]
 	got := eventToPatch(events)
-	want := []time.Duration{199 * time.Millisecond, 19 * time.Millisecond}
+	want := []time.Duration{199 * time.Millisecond, 19 * time.Millisecond, 49 * time.Millisecond}
 	if !slices.Equal(got, want) {
 		t.Errorf("eventToPatch = %v, want %v", got, want)
 	}
