@@ -136,7 +136,7 @@ operator_api_version() {
     return
   fi
   case "$1" in
-  v1.39.* | v1.40.*) echo v0.0.0-20250807130954-d4353da6554e ;;
+  v1.39.*) echo v0.0.0-20250807130954-d4353da6554e ;;
   *) echo v0.0.0-20260615132847-f444e3b593ce ;;
   esac
 }
@@ -180,10 +180,22 @@ operator_prepare() {
 operator_patch_src() {
   local version="$1" src="$2"
   case "${version}" in
-  v1.41.* | v1.42.*)
+  v1.40.* | v1.41.* | v1.42.*)
     # MonitorSpec.AlertManager.AlertManagerSpec became Alertmanager.AlertmanagerSpec.
     perl -pi -e 's/Monitor\.AlertManager\.AlertManagerSpec/Monitor.Alertmanager.AlertmanagerSpec/g; s/Monitor\.AlertManager\b/Monitor.Alertmanager/g' \
       "${src}/pkg/render/monitor/monitor.go"
+    ;;
+  esac
+  case "${version}" in
+  v1.40.*)
+    # The later api's own requirements (prometheus-operator v0.90, Envoy
+    # Gateway v1.7, Kubernetes 0.35) would move v1.40.0 off the versions its
+    # source is written for: the api is built against the operator's, but for
+    # github.com/tigera/api, whose numorstring.DSCP it uses.
+    local tigera_api
+    tigera_api="$(grep -Eo 'github.com/tigera/api v[^ ]+' "${src}/api/go.mod")"
+    perl -0pi -e 's/\nrequire \(.*?\n\)\n//gs; s/\nrequire [^(\n][^\n]*\n//g' "${src}/api/go.mod"
+    printf '\nrequire %s\n' "${tigera_api}" >>"${src}/api/go.mod"
     ;;
   esac
 }
