@@ -103,7 +103,7 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 	if !servesV3(out) {
 		// Before v1.42 the operator knows crd.projectcalico.org/v1 CRDs only,
 		// and projectcalico.org/v3 is the Calico API server's.
-		b.apiServer = &apiServerStandIn{}
+		b.apiServer = &apiServerStandIn{noPoolController: !hasPoolController(operatorVersion())}
 		crdPaths = append(crdPaths, filepath.Join(repoRoot, "bin", "crds", "calico"))
 	}
 	b.env = &envtest.Environment{CRDDirectoryPaths: crdPaths, ErrorIfCRDPathMissing: true}
@@ -316,7 +316,7 @@ func (b *realBackend) Seed(ctx context.Context, c client.Client, cl calicosim.Cl
 		}
 	}
 	if b.apiServer != nil {
-		if err := b.apiServer.seed(ctx, c); err != nil {
+		if err := b.apiServer.seed(ctx, c, cl.Pools); err != nil {
 			return err
 		}
 	}
