@@ -187,11 +187,18 @@ operator_patch_src() {
     ;;
   esac
   case "${version}" in
-  v1.40.*)
+  v1.41.*)
+    # github.com/tigera/api v0.0.0-20260115201458-bce624761bbd, which v1.41.1
+    # requires, is not served: the served one the api module requires.
+    (cd "${src}" && go mod edit -replace=github.com/tigera/api=github.com/tigera/api@v0.0.0-20260417005328-22f813a9c2dc)
+    ;;
+  esac
+  case "${version}" in
+  v1.40.* | v1.41.*)
     # The later api's own requirements (prometheus-operator v0.90, Envoy
-    # Gateway v1.7, Kubernetes 0.35) would move v1.40.0 off the versions its
-    # source is written for: the api is built against the operator's, but for
-    # github.com/tigera/api, whose numorstring.DSCP it uses.
+    # Gateway v1.7, Kubernetes 0.35) would move these operators off the
+    # versions their source is written for: the api is built against the
+    # operator's, but for github.com/tigera/api, whose numorstring.DSCP it uses.
     local tigera_api
     tigera_api="$(grep -Eo 'github.com/tigera/api v[^ ]+' "${src}/api/go.mod")"
     perl -0pi -e 's/\nrequire \(.*?\n\)\n//gs; s/\nrequire [^(\n][^\n]*\n//g' "${src}/api/go.mod"
