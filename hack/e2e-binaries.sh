@@ -107,7 +107,8 @@ kwok() {
 #    nested module that the zip does not hold, and name api versions the proxy
 #    does not serve: a served api version close to the named one is copied to
 #    ./api and patched with what that operator uses and it lacks
-#    (operator_patch_api_<version>);
+#    (operator_patch_api_<version>), and the operator's own source follows
+#    what that api renamed (operator_patch_src);
 #  * v1.41.1 and later //go:embed Helm charts (Istio's, and Gateway API's from
 #    v1.43.0) that their Makefile downloads: they are read only for Istio and
 #    Gateway API, which the tests do not enable, so empty files satisfy the
@@ -121,8 +122,8 @@ kwok() {
 # Versions served (exact versions; lists are refused), with their Calico:
 #  v1.29.0 (v3.25.0), v1.30.0 (v3.26.0), v1.33.0 (v3.27.0), v1.35.0 (v3.28.1),
 #  v1.39.0 (v3.30.2), v1.40.0 (v3.31.0), v1.41.1 (v3.31.3), v1.42.3 (v3.32.1),
-#  v1.43.0 (v3.32.0). Which built, in how long, and what blocks the others is
-#  in docs/development.md ("Tigera operator versions").
+#  v1.43.0 (v3.32.0). All nine build this way; what each needed and how long
+#  it took is in docs/development.md ("Tigera operator versions").
 
 # operator_api_version <operator version>: the served api module version the
 # build copies to ./api (OPERATOR_API_VERSION overrides it). Served: the two
