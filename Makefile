@@ -144,9 +144,14 @@ chart: image ## Generate the Helm chart from config/ into dist/chart/winready an
 demo: envtest-assets ## Run the operator on a local control plane with a simulated Calico cluster.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./test/demo $(DEMO_ARGS)
 
+# The Tigera operators make e2e runs against, comma-separated (each built from
+# the Go module proxy into bin/e2e/<version>/): the core scenarios against each,
+# the whole suite against the newest.
+E2E_OPERATORS ?= v1.43.0
+
 .PHONY: e2e-binaries
-e2e-binaries: envtest-assets ## Build the real Tigera operator, kube-controller-manager, kube-scheduler and kwok.
-	bash hack/e2e-binaries.sh
+e2e-binaries: envtest-assets ## Build the real Tigera operators (E2E_OPERATORS), kube-controller-manager, kube-scheduler and kwok.
+	OPERATOR_VERSION=$(E2E_OPERATORS) bash hack/e2e-binaries.sh
 
 # The manifest make e2e installs winready from: a release's install.yaml
 # (E2E_MANIFEST=dist/install.yaml after make release); the Helm chart
@@ -160,9 +165,9 @@ E2E_MANIFEST ?=
 E2E_TIMING_NODES ?= 3
 
 .PHONY: e2e
-e2e: e2e-binaries build $(ENVTEST_ASSETS)/kubectl ## Run the end-to-end scenarios against the real Tigera operator.
-	E2E_BACKEND=real KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) E2E_MANIFEST=$(E2E_MANIFEST) E2E_TIMING_NODES=$(E2E_TIMING_NODES) \
-		go test ./test/e2e/ -count=1 -timeout 40m -v $(GINKGO_FLAGS)
+e2e: e2e-binaries build $(ENVTEST_ASSETS)/kubectl $(CRDS) ## Run the end-to-end scenarios against the real Tigera operators of E2E_OPERATORS.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) E2E_MANIFEST=$(E2E_MANIFEST) E2E_TIMING_NODES=$(E2E_TIMING_NODES) \
+		E2E_OPERATORS=$(E2E_OPERATORS) GINKGO_FLAGS='$(GINKGO_FLAGS)' bash hack/e2e-matrix.sh
 
 .PHONY: e2e-timing
 e2e-timing: ## Only the timing scenario, at 3 and 30 paced nodes: the runbook's and winready's wall times and their ratio.

@@ -6,20 +6,21 @@
 #       symlinks to bin/k8s/<K8S_VERSION>/, built by hack/envtest-assets.sh
 #   bin/e2e/kwok              sigs.k8s.io/kwok/cmd/kwok
 #   bin/e2e/kwok-stages/      kwok's own default stages (kwok refuses to start without any)
-#   bin/e2e/tigera-operator   github.com/tigera/operator/cmd
+#   bin/e2e/<version>/tigera-operator
+#                             github.com/tigera/operator at OPERATOR_VERSION
+#                             (v1.43.0 unless set; a comma-separated list builds each)
 #
 # Usage: hack/e2e-binaries.sh [k8s] [kwok] [operator]    (no argument: all three)
+#        OPERATOR_VERSION=v1.35.0 hack/e2e-binaries.sh operator
 # Idempotent: whatever is already in place is not rebuilt, so a second run is a no-op.
-# Scratch modules live in bin/.build/; neither the repository's go.mod nor its
+# Scratch modules and writable module copies live in bin/.build/; neither the repository's go.mod nor its
 # tree outside bin/ is touched.
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-1.37.2}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
+# One version or a comma-separated list; each goes to bin/e2e/<version>/.
 OPERATOR_VERSION="${OPERATOR_VERSION:-v1.43.0}"
-# The api module version the operator's go.mod names is not served by the
-# proxy; this is the closest one that is (it is patched below).
-OPERATOR_API_VERSION="${OPERATOR_API_VERSION:-v0.0.0-20260615132847-f444e3b593ce}"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${ROOT}/bin/e2e"
@@ -99,55 +100,118 @@ kwok() {
 }
 
 # --- tigera-operator -----------------------------------------------------------
-# v1.43.0 cannot be built with a plain "go install ...@v1.43.0":
-#  * its go.mod replaces github.com/tigera/operator/api with ./api, and the
-#    api version it names is not served by the proxy;
-#  * it //go:embeds five Helm charts that its Makefile downloads and that are
-#    not in the module zip.
-# So it is built as a dependency of a scratch module whose replace directives
-# point at writable copies of both modules, patched where needed.
-operator_prepare() {
-  local mod="$1" op api
-  op="$(module_dir "github.com/tigera/operator@${OPERATOR_VERSION}")"
-  api="$(module_dir "github.com/tigera/operator/api@${OPERATOR_API_VERSION}")"
+# Any operator version the proxy serves, each into bin/e2e/<version>/, built in
+# a writable copy of its module zip (bin/.build/tigera-operator-<version>/) as
+# the main module, with its own go.mod and go.sum:
+#  * v1.39.0 and later replace github.com/tigera/operator/api with ./api, a
+#    nested module that the zip does not hold, and name api versions the proxy
+#    does not serve: a served api version close to the named one is copied to
+#    ./api and patched with what that operator uses and it lacks
+#    (operator_patch_api_<version>), and the operator's own source follows
+#    what that api renamed (operator_patch_src);
+#  * v1.41.1 and later //go:embed Helm charts (Istio's, and Gateway API's from
+#    v1.43.0) that their Makefile downloads: they are read only for Istio and
+#    Gateway API, which the tests do not enable, so empty files satisfy the
+#    build;
+#  * v1.35.0 and older fail as a dependency of another module ("go get
+#    github.com/tigera/operator@v1.35.0"): their openshift/library-go, of a
+#    go.mod older than go 1.17, pulls vbom.ml/util into the module graph, and
+#    the proxy does not serve it. Built as the main module, whose go.mod lists
+#    every module it needs (module graph pruning, go 1.17 and later), go
+#    never loads vbom.ml/util: no replace is needed.
+# Versions served (exact versions; lists are refused), with their Calico:
+#  v1.29.0 (v3.25.0), v1.30.0 (v3.26.0), v1.33.0 (v3.27.0), v1.35.0 (v3.28.1),
+#  v1.39.0 (v3.30.2), v1.40.0 (v3.31.0), v1.41.1 (v3.31.3), v1.42.3 (v3.32.1),
+#  v1.43.0 (v3.32.0). All nine build this way; what each needed and how long
+#  it took is in docs/development.md ("Tigera operator versions").
 
-  mkdir -p "${mod}/src"
-  cp -r "${op}" "${mod}/src/operator"
-  cp -r "${api}" "${mod}/src/api"
-  chmod -R u+w "${mod}/src"
-
-  # The embedded charts are only rendered for Gateway API and Istio, which the
-  # tests do not enable: empty files satisfy //go:embed.
-  touch "${mod}"/src/operator/pkg/render/gatewayapi/gateway-helm.tgz \
-    "${mod}"/src/operator/pkg/render/istio/{base,istiod,cni,ztunnel}.tgz
-
-  operator_patch_api "${mod}/src/api/v1"
-
-  {
-    echo "module winready.local/tigera-operator-build"
-    echo
-    echo "go 1.26"
-    echo
-    echo "require github.com/tigera/operator ${OPERATOR_VERSION}"
-    echo
-    echo "replace ("
-    echo "	github.com/tigera/operator => ./src/operator"
-    echo "	github.com/tigera/operator/api => ./src/api"
-    # The operator's other replace directives (replaces only apply in the main module).
-    sed -n '/^replace (/,/^)/{/=>/{/=> \.\//d;p}}' "${mod}/src/operator/go.mod"
-    echo ")"
-  } >"${mod}/go.mod"
-  printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/tigera/operator/cmd"\n' >"${mod}/tools.go"
-  # Some of its dependencies (openshift pseudo-versions) are not in the
-  # checksum database: start from the operator's own, verified, go.sum.
-  cp "${mod}/src/operator/go.sum" "${mod}/go.sum"
-  (cd "${mod}" && go mod tidy)
+# operator_api_version <operator version>: the served api module version the
+# build copies to ./api (OPERATOR_API_VERSION overrides it). Served: the two
+# below. Refused: the ones the operators name, v0.0.0-20250718195010-e4328952af47
+# (v1.40.0), v0.0.0-20260120220012-4a3f8a7d8399 (v1.41.1, v1.42.3),
+# v0.0.0-20260428181734-7c8905ccde10 (v1.43.0), and
+# v0.0.0-20251112210545-bc4ab6d9c660.
+operator_api_version() {
+  if [[ -n "${OPERATOR_API_VERSION:-}" ]]; then
+    echo "${OPERATOR_API_VERSION}"
+    return
+  fi
+  case "$1" in
+  v1.39.*) echo v0.0.0-20250807130954-d4353da6554e ;;
+  *) echo v0.0.0-20260615132847-f444e3b593ce ;;
+  esac
 }
 
-# operator_patch_api <dir>: adds to the served api module what v1.43.0 uses and
-# that version lacks, as upstream defines it (CNISpec.InstallMode and
+operator_prepare() {
+  local version="$1" src="$2" op
+  op="$(module_dir "github.com/tigera/operator@${version}")"
+  cp -r "${op}" "${src}"
+  chmod -R u+w "${src}" # the module cache is read-only
+
+  # Embedded Helm charts missing from the zip: empty files.
+  local gofile chart
+  while IFS= read -r gofile; do
+    for chart in $(sed -n 's|^[[:space:]]*//go:embed \(.*\.tgz\)$|\1|p' "${gofile}"); do
+      chart="$(dirname "${gofile}")/${chart}"
+      [[ -e "${chart}" ]] && continue
+      touch "${chart}"
+      log "tigera-operator ${version}: empty ${chart#"${src}"/}"
+    done
+  done < <(grep -rl --include='*.go' '//go:embed .*\.tgz' "${src}/pkg" || true)
+
+  if grep -Eq 'github.com/tigera/operator/api => \./api' "${src}/go.mod"; then
+    local api_version api patch
+    api_version="$(operator_api_version "${version}")"
+    api="$(module_dir "github.com/tigera/operator/api@${api_version}")"
+    rm -rf "${src}/api"
+    cp -r "${api}" "${src}/api"
+    chmod -R u+w "${src}/api"
+    log "tigera-operator ${version}: ./api is github.com/tigera/operator/api@${api_version}"
+    patch="operator_patch_api_${version//./_}"
+    if declare -F "${patch}" >/dev/null; then
+      "${patch}" "${src}/api/v1"
+      gofmt -w "${src}/api/v1" # also fails on a syntax error
+    fi
+    operator_patch_src "${version}" "${src}"
+  fi
+}
+
+# operator_patch_src <version> <dir>: follows, in the operator's own source,
+# what the served api renamed since the version that operator names.
+operator_patch_src() {
+  local version="$1" src="$2"
+  case "${version}" in
+  v1.40.* | v1.41.* | v1.42.*)
+    # MonitorSpec.AlertManager.AlertManagerSpec became Alertmanager.AlertmanagerSpec.
+    perl -pi -e 's/Monitor\.AlertManager\.AlertManagerSpec/Monitor.Alertmanager.AlertmanagerSpec/g; s/Monitor\.AlertManager\b/Monitor.Alertmanager/g' \
+      "${src}/pkg/render/monitor/monitor.go"
+    ;;
+  esac
+  case "${version}" in
+  v1.41.*)
+    # github.com/tigera/api v0.0.0-20260115201458-bce624761bbd, which v1.41.1
+    # requires, is not served: the served one the api module requires.
+    (cd "${src}" && go mod edit -replace=github.com/tigera/api=github.com/tigera/api@v0.0.0-20260417005328-22f813a9c2dc)
+    ;;
+  esac
+  case "${version}" in
+  v1.40.* | v1.41.*)
+    # The later api's own requirements (prometheus-operator v0.90, Envoy
+    # Gateway v1.7, Kubernetes 0.35) would move these operators off the
+    # versions their source is written for: the api is built against the
+    # operator's, but for github.com/tigera/api, whose numorstring.DSCP it uses.
+    local tigera_api
+    tigera_api="$(grep -Eo 'github.com/tigera/api v[^ ]+' "${src}/api/go.mod")"
+    perl -0pi -e 's/\nrequire \(.*?\n\)\n//gs; s/\nrequire [^(\n][^\n]*\n//g' "${src}/api/go.mod"
+    printf '\nrequire %s\n' "${tigera_api}" >>"${src}/api/go.mod"
+    ;;
+  esac
+}
+
+# operator_patch_api_v1_43_0 <dir>: adds to the served api module what v1.43.0
+# uses and that version lacks, as upstream defines it (CNISpec.InstallMode and
 # IstioSpec.WaypointLogging, with their deepcopy, and Istio.WaypointLoggingEnabled).
-operator_patch_api() {
+operator_patch_api_v1_43_0() {
   local dir="$1"
   perl -0pi -e 's{(\tConfDir \*string `json:"confDir,omitempty"`\n)\}}{$1
 	// InstallMode controls which CNI plugin binaries the operator installs onto each node
@@ -197,27 +261,34 @@ EOF
 		*out = new(LogCollectionStatusType)
 		**out = **in
 	}$2}s or die "IstioSpec.DeepCopyInto not found\n"' "${dir}/zz_generated.deepcopy.go"
-  gofmt -w "${dir}" # also fails on a syntax error
 }
 
 operator_build() {
-  local mod="${WORK}/tigera-operator"
+  local version="$1" src="${WORK}/tigera-operator-$1" out="${OUT}/$1" main=.
   # The stamp marks a complete preparation; anything else is started over.
-  if [[ ! -f "${mod}/.prepared-${OPERATOR_VERSION}" ]]; then
-    rm -rf "${mod}"
-    mkdir -p "${mod}"
-    operator_prepare "${mod}"
-    touch "${mod}/.prepared-${OPERATOR_VERSION}"
+  if [[ ! -f "${src}/.prepared" ]]; then
+    rm -rf "${src}"
+    operator_prepare "${version}" "${src}"
+    touch "${src}/.prepared"
   fi
-  (cd "${mod}" && go build -trimpath \
-    -ldflags "-s -w -X github.com/tigera/operator/version.VERSION=${OPERATOR_VERSION}" \
-    -o "${OUT}/tigera-operator.tmp" github.com/tigera/operator/cmd)
-  mv "${OUT}/tigera-operator.tmp" "${OUT}/tigera-operator"
+  # The main package: cmd/ from v1.39.0 on, the module's root before.
+  [[ -f "${src}/cmd/main.go" ]] && main=./cmd
+  mkdir -p "${out}"
+  # -mod=mod: ./api's own requirements may add to the operator's go.mod and go.sum.
+  (cd "${src}" && go build -mod=mod -trimpath \
+    -ldflags "-s -w -X github.com/tigera/operator/version.VERSION=${version}" \
+    -o "${out}/tigera-operator.tmp" "${main}")
+  mv "${out}/tigera-operator.tmp" "${out}/tigera-operator"
 }
 
+# operator builds each version of OPERATOR_VERSION (a comma-separated list)
+# that is not in place yet.
 operator() {
-  [[ -x "${OUT}/tigera-operator" ]] && return 0
-  timed "tigera-operator ${OPERATOR_VERSION}" operator_build
+  local version
+  for version in ${OPERATOR_VERSION//,/ }; do
+    [[ -x "${OUT}/${version}/tigera-operator" ]] && continue
+    timed "tigera-operator ${version}" operator_build "${version}"
+  done
 }
 
 total_start=${SECONDS}
@@ -234,6 +305,9 @@ for t in "${targets[@]}"; do
 done
 log "all done in $((SECONDS - total_start))s"
 # The paths, for scripts and humans.
-for f in kube-controller-manager kube-scheduler kwok kwok-stages tigera-operator; do
+for f in kube-controller-manager kube-scheduler kwok kwok-stages; do
   if [[ -e "${OUT}/${f}" ]]; then echo "${OUT}/${f}"; fi
+done
+for version in ${OPERATOR_VERSION//,/ }; do
+  if [[ -e "${OUT}/${version}/tigera-operator" ]]; then echo "${OUT}/${version}/tigera-operator"; fi
 done

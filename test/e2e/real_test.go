@@ -29,14 +29,17 @@ import (
 	"github.com/winready/winready/test/calicosim"
 )
 
-// realBackend runs the real Tigera operator v1.43.0 against the envtest
-// control plane, with kube-controller-manager and kube-scheduler so that
-// DaemonSets get pods, and kwok so that those pods run on fake nodes. The
-// binaries come from hack/e2e-binaries.sh.
+// realBackend runs the real Tigera operator (E2E_OPERATOR_VERSION, v1.43.0
+// unless set) against the envtest control plane, with kube-controller-manager
+// and kube-scheduler so that DaemonSets get pods, and kwok so that those pods
+// run on fake nodes. The binaries come from hack/e2e-binaries.sh.
 type realBackend struct {
 	scheme *runtime.Scheme
 	logDir string
 	env    *envtest.Environment
+	// apiServer is set when the operator predates projectcalico.org/v3 CRDs:
+	// the Calico API server is played (apiserver_test.go).
+	apiServer *apiServerStandIn
 
 	mu       sync.Mutex
 	procs    []*process
@@ -47,11 +50,27 @@ func binPath(elem ...string) string {
 	return filepath.Join(append([]string{repoRoot, "bin"}, elem...)...)
 }
 
+// newestOperator is the Tigera operator the whole suite runs against unless
+// E2E_OPERATOR_VERSION names another.
+const newestOperator = "v1.43.0"
+
+// operatorVersion is the Tigera operator version under test: make e2e runs
+// the suite once per version of E2E_OPERATORS.
+func operatorVersion() string {
+	if v := os.Getenv("E2E_OPERATOR_VERSION"); v != "" {
+		return v
+	}
+	return newestOperator
+}
+
+// operatorBin is where hack/e2e-binaries.sh puts that version.
+func operatorBin() string { return binPath("e2e", operatorVersion(), "tigera-operator") }
+
 // realBinaries are the programs the real backend runs, and what builds them:
 // a missing one fails the suite before any spec, by name, rather than a spec
 // midway with a shell's "No such file".
 var realBinaries = []struct{ path, target string }{
-	{binPath("e2e", "tigera-operator"), "make e2e-binaries"},
+	{operatorBin(), "make e2e-binaries E2E_OPERATORS=" + operatorVersion()},
 	{binPath("e2e", "kwok"), "make e2e-binaries"},
 	{binPath("k8s", "1.37.2", "kube-controller-manager"), "make e2e-binaries"},
 	{binPath("k8s", "1.37.2", "kube-scheduler"), "make e2e-binaries"},
@@ -70,7 +89,7 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 	if err := os.MkdirAll(crds, 0o755); err != nil {
 		return nil, err
 	}
-	printCRDs := exec.Command(binPath("e2e", "tigera-operator"), "--print-calico-crds", "all")
+	printCRDs := exec.Command(operatorBin(), "--print-calico-crds", "all")
 	printCRDs.Env = append(os.Environ(), "CALICO_API_GROUP=projectcalico.org/v3")
 	out, err := printCRDs.Output()
 	if err != nil {
@@ -79,11 +98,15 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 	if err := os.WriteFile(filepath.Join(crds, "calico.yaml"), out, 0o600); err != nil {
 		return nil, err
 	}
-	b.env = &envtest.Environment{
-		// The operator prints its own operator.tigera.io CRDs too (Calico's, not Enterprise's).
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases"), crds},
-		ErrorIfCRDPathMissing: true,
+	// The operator prints its own operator.tigera.io CRDs too (Calico's, not Enterprise's).
+	crdPaths := []string{filepath.Join(repoRoot, "config", "crd", "bases"), crds}
+	if !servesV3(out) {
+		// Before v1.42 the operator knows crd.projectcalico.org/v1 CRDs only,
+		// and projectcalico.org/v3 is the Calico API server's.
+		b.apiServer = &apiServerStandIn{noPoolController: !hasPoolController(operatorVersion())}
+		crdPaths = append(crdPaths, filepath.Join(repoRoot, "bin", "crds", "calico"))
 	}
+	b.env = &envtest.Environment{CRDDirectoryPaths: crdPaths, ErrorIfCRDPathMissing: true}
 	if err := b.auditWrites(); err != nil {
 		return nil, err
 	}
@@ -111,6 +134,11 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 	// node lifecycle marks the nodes NotReady, and their pods unready.
 	for _, ns := range []string{calico.OperatorNamespace, "kube-node-lease"} {
 		if err := ensureNamespace(ctx, c, ns); err != nil {
+			return nil, err
+		}
+	}
+	if b.apiServer != nil {
+		if err := b.apiServer.keepAPIServiceLocal(ctx, c); err != nil {
 			return nil, err
 		}
 	}
@@ -146,7 +174,7 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 		{"tigera-operator", func() []string {
 			return append(operatorEnv(), "OPERATOR_NAMESPACE="+calico.OperatorNamespace, "KUBECONFIG="+kubeconfig,
 				"CALICO_API_GROUP=projectcalico.org/v3")
-		}, binPath("e2e", "tigera-operator"), []string{"--enable-leader-election=false"}},
+		}, operatorBin(), []string{"--enable-leader-election=false"}},
 	} {
 		if err := b.supervise(p.name, p.env, p.bin, p.args...); err != nil {
 			return nil, err
@@ -287,9 +315,33 @@ func (b *realBackend) Seed(ctx context.Context, c client.Client, cl calicosim.Cl
 			return fmt.Errorf("seeding %T: %w", obj, err)
 		}
 	}
+	if b.apiServer != nil {
+		if err := b.apiServer.seed(ctx, c, cl.Pools); err != nil {
+			return err
+		}
+	}
 	return wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		return healthy() == nil && hasStatus(ctx, c, calico.StatusCalico), nil
+		return healthy() == nil && hasStatus(ctx, c, calico.StatusCalico) && b.poolsServed(ctx, c, cl.Pools), nil
 	})
+}
+
+// poolsServed tells whether every pool of the Installation is served through
+// projectcalico.org/v3: an operator before v1.42 creates the first pools
+// through crd.projectcalico.org/v1 and writes them through
+// projectcalico.org/v3 only once the Calico API server is Ready.
+func (b *realBackend) poolsServed(ctx context.Context, c client.Client, pools []operatorv1.IPPool) bool {
+	if b.apiServer == nil {
+		return true
+	}
+	if !b.apiServer.ready(ctx, c) {
+		return false
+	}
+	for _, p := range pools {
+		if c.Get(ctx, client.ObjectKey{Name: p.Name}, &calicov3.IPPool{}) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func hasStatus(ctx context.Context, c client.Client, name string) bool {

@@ -224,6 +224,10 @@ func atRest() error {
 	return nil
 }
 
+// The specs labelled core are what make e2e runs against every Tigera
+// operator of E2E_OPERATORS: a refused shape, the Windows join gate, the
+// migration with one calico-node replacement per node, the rollback to exactly
+// what was there.
 var _ = Describe("A platform team making its Calico cluster Windows-ready", Ordered, func() {
 	var original touched
 	var originalEnv [2]string
@@ -246,7 +250,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		deleteWR()
 	})
 
-	It("refuses a workload pool the Installation does not describe, naming it, and changes nothing", func() {
+	It("refuses a workload pool the Installation does not describe, naming it, and changes nothing", Label("core"), func() {
 		pool := &calicov3.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "hand-made"},
 			Spec: calicov3.IPPoolSpec{CIDR: "172.30.0.0/16", VXLANMode: calicov3.VXLANModeCrossSubnet, IPIPMode: calicov3.IPIPModeNever}}
 		Expect(k8s.Create(ctx, pool)).To(Succeed())
@@ -347,14 +351,14 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 
 	AfterAll(leaveAsFound)
 
-	It("keeps Windows nodes out while the cluster is not ready", func() {
+	It("keeps Windows nodes out while the cluster is not ready", Label("core"), func() {
 		createPausedWR()
 		Eventually(phase).Should(Equal(v1alpha1.PhasePaused), why)
 		Eventually(func() error { return k8s.Create(ctx, windowsNode(), client.DryRunAll) }).
 			Should(MatchError(ContainSubstring("this cluster is not ready for Windows nodes yet (WindowsReadiness default is Paused)")))
 	})
 
-	It("migrates to Ready replacing each calico-node pod once, at the asked pace, and Calico runs the Windows-ready configuration", func() {
+	It("migrates to Ready replacing each calico-node pod once, at the asked pace, and Calico runs the Windows-ready configuration", Label("core"), func() {
 		Eventually(atRest).Should(Succeed(), "the earlier specs' changes rendered and rolled out")
 		replaced, pace, start := replacements(), nodeUpdateStrategies(), time.Now()
 		quarter := intstr.FromString("25%")
@@ -435,7 +439,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		Expect(stolen.Create(ctx, check, client.DryRunAll)).To(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'winready-probe-daemonset'")))
 	})
 
-	It("rolls back to exactly what was there, replacing each calico-node pod once", func() {
+	It("rolls back to exactly what was there, replacing each calico-node pod once", Label("core"), func() {
 		Eventually(atRest).Should(Succeed())
 		replaced, start := replacements(), time.Now()
 		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
