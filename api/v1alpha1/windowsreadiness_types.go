@@ -30,9 +30,9 @@ const (
 	GateDisabled GateMode = "Disabled"
 )
 
-// Acknowledgement names something that stops working when BGP is turned off
-// and that a person has accepted.
-// +kubebuilder:validation:Enum=BGPPeers;ServiceAdvertisement;HelmManagedInstallation
+// Acknowledgement names something that stops working when BGP is turned off,
+// or a risk of the cluster's shape, that a person has accepted.
+// +kubebuilder:validation:Enum=BGPPeers;ServiceAdvertisement;HelmManagedInstallation;UntestedCalicoVersion
 type Acknowledgement string
 
 const (
@@ -45,6 +45,9 @@ const (
 	// rendered by a Helm chart whose values a person changes the same way,
 	// since the next helm upgrade puts back whatever winready changed.
 	AcknowledgeHelmManagedInstallation Acknowledgement = "HelmManagedInstallation"
+	// AcknowledgeUntestedCalicoVersion accepts a Calico older than the
+	// oldest version winready is tested with.
+	AcknowledgeUntestedCalicoVersion Acknowledgement = "UntestedCalicoVersion"
 )
 
 // IPv4CIDR is an IPv4 network in canonical form, such as 10.96.0.0/12.
@@ -99,8 +102,9 @@ type PreflightSpec struct {
 
 	// Acknowledge lists what turning BGP off will end and a person accepts.
 	// Without it, BGPPeers or service address advertisement fail the preflight,
-	// and so does an Installation that a Helm release renders.
-	// +kubebuilder:validation:MaxItems=3
+	// and so do an Installation that a Helm release renders and a Calico older
+	// than the oldest tested version.
+	// +kubebuilder:validation:MaxItems=4
 	// +listType=set
 	// +optional
 	Acknowledge []Acknowledgement `json:"acknowledge,omitempty"`

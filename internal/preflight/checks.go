@@ -14,6 +14,7 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/version"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -226,7 +227,7 @@ func Evaluate(in Inputs, spec v1alpha1.PreflightSpec) []v1alpha1.PreflightCheck 
 	if in.CalicoAPIServed {
 		checks = append(checks, foreignPools(in), vxlanSettings(in), bgpPeers(in, spec), serviceAdverts(in, spec))
 	}
-	checks = append(checks, apiServerAddress(in), imageSetWindows(in), blockSize(in), kubeDNS(in), nodePolicies(in), borrowed(in), calicoVersion(in))
+	checks = append(checks, apiServerAddress(in), imageSetWindows(in), blockSize(in), kubeDNS(in), nodePolicies(in), borrowed(in), calicoVersion(in, spec))
 	// The first Windows node: Linux workers, addresses, kube-proxy, DaemonSets.
 	checks = append(checks, linuxWorkers(in))
 	if in.CalicoAPIServed {
@@ -704,11 +705,50 @@ func borrowed(in Inputs) v1alpha1.PreflightCheck {
 			"to release the addresses: they may get none back", total, boundedList(nodes), CheckAffinityCapacity)
 }
 
-func calicoVersion(in Inputs) v1alpha1.PreflightCheck {
+// The Calico minors the core scenarios pass on against the real Tigera
+// operator (make e2e E2E_OPERATORS=...; docs/install.md, "Calico versions"):
+// v3.28.1 (operator v1.35.0) to v3.32.1 (operator v1.42.3).
+var (
+	OldestTestedCalico = version.MajorMinor(3, 28)
+	NewestTestedCalico = version.MajorMinor(3, 32)
+)
+
+// calicoVersion fails on a Calico older than the oldest tested one unless a
+// person acknowledges it (the operators before v1.34 have no IP pool
+// controller, and before v1.31 no Windows support, so the migration cannot
+// work there), warns on one newer than the newest tested, and passes in
+// between. Calico Enterprise numbers its releases apart: it is reported.
+func calicoVersion(in Inputs, spec v1alpha1.PreflightSpec) v1alpha1.PreflightCheck {
 	if in.Installation == nil || in.Installation.Status.CalicoVersion == "" {
 		return result(CheckCalicoVersion, v1alpha1.CheckInfo, "the Installation does not report a Calico version yet")
 	}
-	return result(CheckCalicoVersion, v1alpha1.CheckInfo, "Calico %s (%s)", in.Installation.Status.CalicoVersion, in.Installation.Status.Variant)
+	st := in.Installation.Status
+	if st.Variant.IsEnterprise() {
+		return result(CheckCalicoVersion, v1alpha1.CheckInfo, "Calico %s (%s): not in winready's table of tested versions", st.CalicoVersion, st.Variant)
+	}
+	tested := fmt.Sprintf("v%d.%d to v%d.%d", OldestTestedCalico.Major(), OldestTestedCalico.Minor(),
+		NewestTestedCalico.Major(), NewestTestedCalico.Minor())
+	v, err := version.ParseGeneric(st.CalicoVersion)
+	if err != nil {
+		return result(CheckCalicoVersion, v1alpha1.CheckWarn, "Calico %q (%s) is not a version winready can read: it is tested with Calico %s",
+			st.CalicoVersion, st.Variant, tested)
+	}
+	minor := version.MajorMinor(v.Major(), v.Minor())
+	switch {
+	case minor.LessThan(OldestTestedCalico):
+		why := fmt.Sprintf("Calico %s is older than winready's oldest tested version (it is tested with Calico %s): "+
+			"before v3.28 the Tigera operator has no IP pool controller, so an encapsulation change in the Installation "+
+			"never reaches the IPPools, and before v3.27 it has no Windows support (docs/install.md, Calico versions)", st.CalicoVersion, tested)
+		if acknowledged(spec, v1alpha1.AcknowledgeUntestedCalicoVersion) {
+			return result(CheckCalicoVersion, v1alpha1.CheckWarn, "%s (acknowledged)", why)
+		}
+		return result(CheckCalicoVersion, v1alpha1.CheckFail, "%s; upgrade Calico, or add UntestedCalicoVersion to spec.preflight.acknowledge", why)
+	case NewestTestedCalico.LessThan(minor):
+		return result(CheckCalicoVersion, v1alpha1.CheckWarn,
+			"Calico %s is newer than winready's newest tested version (it is tested with Calico %s): what the Tigera operator does with the Installation may have changed",
+			st.CalicoVersion, tested)
+	}
+	return result(CheckCalicoVersion, v1alpha1.CheckPass, "Calico %s (%s): winready is tested with Calico %s", st.CalicoVersion, st.Variant, tested)
 }
 
 // linuxWorkers fails when no schedulable Linux node outside the control

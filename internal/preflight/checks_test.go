@@ -81,6 +81,15 @@ func blocks(cidrs ...string) []netip.Prefix {
 	return out
 }
 
+// calicoAt is the healthy cluster running Calico v.
+func calicoAt(v string) func() Inputs {
+	return func() Inputs {
+		in := healthy()
+		in.Installation.Status.CalicoVersion, in.Installation.Status.Variant = v, operatorv1.Calico
+		return in
+	}
+}
+
 func TestEvaluate(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -186,11 +195,18 @@ func TestEvaluate(t *testing.T) {
 		}, v1alpha1.PreflightSpec{}, CheckNodePolicies, v1alpha1.CheckPass, "no network policy"},
 		{"borrowed addresses warn", func() Inputs { in := healthy(); in.Borrowed = map[string]int{"linux-2": 3}; return in },
 			v1alpha1.PreflightSpec{}, CheckBorrowed, v1alpha1.CheckWarn, "3 addresses are borrowed from other nodes' blocks, on linux-2 (3)"},
-		{"the Calico version is reported", func() Inputs {
-			in := healthy()
-			in.Installation.Status.CalicoVersion, in.Installation.Status.Variant = "v3.32.0", operatorv1.Calico
-			return in
-		}, v1alpha1.PreflightSpec{}, CheckCalicoVersion, v1alpha1.CheckInfo, "Calico v3.32.0 (Calico)"},
+		{"a tested Calico version passes", calicoAt("v3.32.0"), v1alpha1.PreflightSpec{}, CheckCalicoVersion, v1alpha1.CheckPass,
+			"Calico v3.32.0 (Calico): winready is tested with Calico v3.28 to v3.32"},
+		{"the oldest tested Calico passes", calicoAt("v3.28.1"), v1alpha1.PreflightSpec{}, CheckCalicoVersion, v1alpha1.CheckPass, "Calico v3.28.1"},
+		{"a Calico older than the oldest tested fails, naming its version", calicoAt("v3.27.0"), v1alpha1.PreflightSpec{},
+			CheckCalicoVersion, v1alpha1.CheckFail, "Calico v3.27.0 is older than winready's oldest tested version"},
+		{"an older Calico acknowledged warns", calicoAt("v3.25.0"),
+			v1alpha1.PreflightSpec{Acknowledge: []v1alpha1.Acknowledgement{v1alpha1.AcknowledgeUntestedCalicoVersion}},
+			CheckCalicoVersion, v1alpha1.CheckWarn, "Calico v3.25.0 is older than winready's oldest tested version"},
+		{"a Calico newer than the newest tested warns", calicoAt("v3.33.0"), v1alpha1.PreflightSpec{},
+			CheckCalicoVersion, v1alpha1.CheckWarn, "Calico v3.33.0 is newer than winready's newest tested version"},
+		{"an unreadable Calico version warns", calicoAt("master"), v1alpha1.PreflightSpec{},
+			CheckCalicoVersion, v1alpha1.CheckWarn, `Calico "master" (Calico) is not a version winready can read`},
 		{"a missing kube-dns fails, naming it", func() Inputs { in := healthy(); in.DNSServiceFound = false; return in },
 			v1alpha1.PreflightSpec{}, CheckKubeDNS, v1alpha1.CheckFail,
 			`Service kube-system/kube-dns is missing: for kubernetesProvider "none (kubeadm and other upstream distributions)"`},
