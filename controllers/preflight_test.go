@@ -27,6 +27,25 @@ var _ = Describe("The preflight on seeded Calico objects", func() {
 
 	AfterEach(func() { resetCluster(op) })
 
+	It("refuses a Calico older than the oldest tested before any change, naming its version, until a person acknowledges it", func() {
+		sim.SetCalicoVersion("v3.27.0")
+		DeferCleanup(func() { sim.SetCalicoVersion("") })
+		Eventually(func() string { return installation().Status.CalicoVersion }).Should(Equal("v3.27.0"))
+		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+		Expect(checkNamed(preflight.CheckCalicoVersion)()).To(And(HaveField("Result", v1alpha1.CheckFail),
+			HaveField("Message", ContainSubstring("Calico v3.27.0 is older than winready's oldest tested version"))))
+		Expect(getWR().Status.Message).To(ContainSubstring("Calico v3.27.0"))
+		Expect(getWR().Status.Originals).To(BeNil(), "a failed preflight changes nothing")
+
+		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Preflight.Acknowledge = []v1alpha1.Acknowledgement{v1alpha1.AcknowledgeUntestedCalicoVersion}
+		})
+		Eventually(checkNamed(preflight.CheckCalicoVersion)).Should(And(HaveField("Result", v1alpha1.CheckWarn),
+			HaveField("Message", ContainSubstring("(acknowledged)"))))
+		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+	})
+
 	DescribeTable("reports each check with the fix",
 		func(objects func() []client.Object, acknowledge []v1alpha1.Acknowledgement, name string, result v1alpha1.CheckResult, message string,
 			mutate ...func(*v1alpha1.WindowsReadiness)) {

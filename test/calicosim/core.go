@@ -25,7 +25,7 @@ import (
 	"github.com/winready/winready/internal/calico"
 )
 
-const calicoVersion = "v3.32.0"
+const calicoVersion = "v3.32.0" // the simulated release's; SetCalicoVersion reports another
 
 // coreController plays the operator's core Installation controller (pkg/controller/installation/
 // core_controller.go): it defaults and validates the Installation, renders calico-node, reports TigeraStatus
@@ -168,12 +168,13 @@ func (r *coreController) defaultAndValidate(ctx context.Context, inst *operatorv
 // writeComputed records the spec that is now fully in effect, as the operator does only after an available
 // reconcile.
 func (r *coreController) writeComputed(ctx context.Context, inst *operatorv1.Installation) error {
-	if inst.Status.Variant == operatorv1.Calico && inst.Status.CalicoVersion == calicoVersion &&
+	v := r.sim.calicoVersionNow()
+	if inst.Status.Variant == operatorv1.Calico && inst.Status.CalicoVersion == v &&
 		equality.Semantic.DeepEqual(inst.Status.Computed, &inst.Spec) {
 		return nil
 	}
 	inst.Status.Variant = operatorv1.Calico
-	inst.Status.CalicoVersion = calicoVersion
+	inst.Status.CalicoVersion = v
 	inst.Status.Computed = inst.Spec.DeepCopy()
 	return r.sim.updateStatus(ctx, inst)
 }

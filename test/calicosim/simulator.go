@@ -73,6 +73,8 @@ type Simulator struct {
 	fault     string
 	held      bool
 	calicoAPI CalicoAPIMode
+	// version is the Calico version the operator reports (SetCalicoVersion).
+	version string
 	writes    map[string]int
 	memory    endpointMemory
 	// rolloutStats counts the DaemonSet controller's rollouts (Rollouts).
@@ -114,6 +116,7 @@ func New(opts Options) *Simulator {
 	return &Simulator{
 		opts:         opts,
 		calicoAPI:    opts.CalicoAPI,
+		version:      calicoVersion,
 		writes:       map[string]int{},
 		corePokes:    make(chan event.GenericEvent, 1),
 		poolPokes:    make(chan event.GenericEvent, 1),
@@ -242,6 +245,27 @@ func (s *Simulator) SetCalicoAPI(mode CalicoAPIMode) {
 	s.calicoAPI = mode
 	s.mu.Unlock()
 	poke(s.poolPokes)
+}
+
+// SetCalicoVersion makes the operator report Calico v (status.calicoVersion,
+// the ImageSet it looks for) from its next reconcile on, as an operator of
+// another release would: the preflight's CalicoVersion check reads it.
+// SetCalicoVersion("") is the simulated release's own, v3.32.0.
+func (s *Simulator) SetCalicoVersion(v string) {
+	if v == "" {
+		v = calicoVersion
+	}
+	s.mu.Lock()
+	s.version = v
+	s.mu.Unlock()
+	poke(s.corePokes)
+}
+
+// calicoVersionNow is the Calico version the operator reports.
+func (s *Simulator) calicoVersionNow() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
 }
 
 // Writes returns how many writes the simulator made, keyed "<Kind> <verb>" (e.g. "DaemonSet update",

@@ -215,7 +215,7 @@ func (s *Simulator) windowsImageSet(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("failed to get imageset list: %w", err)
 	}
 	for _, is := range list.Items {
-		if is.Name != "calico-"+calicoVersion {
+		if is.Name != "calico-"+s.calicoVersionNow() {
 			continue
 		}
 		var missing []string
