@@ -19,12 +19,12 @@ import (
 
 // updatesOnly passes every create and delete, and the updates changed
 // accepts.
-func updatesOnly[T any](changed func(old, new T) bool) predicate.Predicate {
+func updatesOnly[T any](changed func(was, is T) bool) predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			old, okOld := any(e.ObjectOld).(T)
-			new, okNew := any(e.ObjectNew).(T)
-			return !okOld || !okNew || changed(old, new)
+			was, okOld := any(e.ObjectOld).(T)
+			is, okNew := any(e.ObjectNew).(T)
+			return !okOld || !okNew || changed(was, is)
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
@@ -34,8 +34,8 @@ func updatesOnly[T any](changed func(old, new T) bool) predicate.Predicate {
 // generation) or of its status (status.computed, the conditions): what the
 // steps and their guards read.
 func installationChanged() predicate.Predicate {
-	return updatesOnly(func(old, new *operatorv1.Installation) bool {
-		return old.Generation != new.Generation || !equality.Semantic.DeepEqual(old.Status, new.Status)
+	return updatesOnly(func(was, is *operatorv1.Installation) bool {
+		return was.Generation != is.Generation || !equality.Semantic.DeepEqual(was.Status, is.Status)
 	})
 }
 
@@ -45,8 +45,8 @@ func installationChanged() predicate.Predicate {
 // for every node a rollout updates; those wake nothing (the rollout's own
 // marks do, daemonSetChanged).
 func tigeraStatusChanged() predicate.Predicate {
-	return updatesOnly(func(old, new *operatorv1.TigeraStatus) bool {
-		return !equality.Semantic.DeepEqual(decisive(old.Status.Conditions), decisive(new.Status.Conditions))
+	return updatesOnly(func(was, is *operatorv1.TigeraStatus) bool {
+		return !equality.Semantic.DeepEqual(decisive(was.Status.Conditions), decisive(is.Status.Conditions))
 	})
 }
 
@@ -66,9 +66,9 @@ func decisive(conds []operatorv1.TigeraStatusCondition) []operatorv1.TigeraStatu
 // configMapChanged passes a change of the data of a cached ConfigMap: the
 // services endpoint and the rounds' reports.
 func configMapChanged() predicate.Predicate {
-	return updatesOnly(func(old, new *corev1.ConfigMap) bool {
-		return !equality.Semantic.DeepEqual(old.Data, new.Data) || !equality.Semantic.DeepEqual(old.BinaryData, new.BinaryData) ||
-			!equality.Semantic.DeepEqual(old.Labels, new.Labels)
+	return updatesOnly(func(was, is *corev1.ConfigMap) bool {
+		return !equality.Semantic.DeepEqual(was.Data, is.Data) || !equality.Semantic.DeepEqual(was.BinaryData, is.BinaryData) ||
+			!equality.Semantic.DeepEqual(was.Labels, is.Labels)
 	})
 }
 
@@ -76,9 +76,9 @@ func configMapChanged() predicate.Predicate {
 // deletion, which the join watch reports (its phase, readiness and what its
 // containers wait for). There is one such pod per Windows node.
 func podChanged() predicate.Predicate {
-	return updatesOnly(func(old, new *corev1.Pod) bool {
-		return old.Spec.NodeName != new.Spec.NodeName || !old.DeletionTimestamp.Equal(new.DeletionTimestamp) ||
-			!equality.Semantic.DeepEqual(old.Status, new.Status)
+	return updatesOnly(func(was, is *corev1.Pod) bool {
+		return was.Spec.NodeName != is.Spec.NodeName || !was.DeletionTimestamp.Equal(is.DeletionTimestamp) ||
+			!equality.Semantic.DeepEqual(was.Status, is.Status)
 	})
 }
 
@@ -97,10 +97,10 @@ const progressMarks = 50
 // thousands of status updates of a rollout over a large cluster wake a pass
 // each only up to progressMarks times.
 func daemonSetChanged() predicate.Predicate {
-	return updatesOnly(func(old, new *appsv1.DaemonSet) bool {
-		o, n := rollout.Observe(old, old.CreationTimestamp.Time), rollout.Observe(new, new.CreationTimestamp.Time)
-		return old.Generation != new.Generation ||
-			!equality.Semantic.DeepEqual(old.Annotations, new.Annotations) ||
+	return updatesOnly(func(was, is *appsv1.DaemonSet) bool {
+		o, n := rollout.Observe(was, was.CreationTimestamp.Time), rollout.Observe(is, is.CreationTimestamp.Time)
+		return was.Generation != is.Generation ||
+			!equality.Semantic.DeepEqual(was.Annotations, is.Annotations) ||
 			o.ObservedGeneration != n.ObservedGeneration || o.Desired != n.Desired || o.Done() != n.Done() ||
 			mark(o.Updated, o.Desired) != mark(n.Updated, n.Desired) ||
 			mark(o.Available, o.Desired) != mark(n.Available, n.Desired) ||

@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
-func passes(p predicate.Predicate, old, new client.Object) bool {
-	return p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: new})
+func passes(p predicate.Predicate, was, is client.Object) bool {
+	return p.Update(event.UpdateEvent{ObjectOld: was, ObjectNew: is})
 }
 
 // calicoNodeAt is calico-node at generation 2 on 1,000 nodes, updated of them

@@ -75,8 +75,8 @@ type Simulator struct {
 	calicoAPI CalicoAPIMode
 	// version is the Calico version the operator reports (SetCalicoVersion).
 	version string
-	writes    map[string]int
-	memory    endpointMemory
+	writes  map[string]int
+	memory  endpointMemory
 	// rolloutStats counts the DaemonSet controller's rollouts (Rollouts).
 	rolloutStats rolloutCounter
 	// windowsNodes chooses how each Windows node's join goes (SetWindowsNode).
