@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,6 +34,10 @@ import (
 	"github.com/winready/winready/test/calicosim"
 	"github.com/winready/winready/test/contention"
 )
+
+// untestedCalico labels the spec that hack/e2e-matrix.sh runs, alone, against
+// an operator older than the oldest tested one: its preflight refusal.
+const untestedCalico = "untested-calico"
 
 // mainCluster is the seed's main cluster, with kubeadm's record of the API
 // server pointing at this control plane, so that calico-node (and the Tigera
@@ -258,6 +263,22 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		createPausedWR()
 		Eventually(checkOf(preflight.CheckForeignPools)).Should(And(HaveField("Result", v1alpha1.CheckFail),
 			HaveField("Message", ContainSubstring("hand-made (172.30.0.0/16, vxlanMode CrossSubnet"))), why)
+		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Expect(touchedFields()).To(Equal(original))
+		deleteWR()
+	})
+
+	It("refuses a Calico older than the oldest winready is tested with, naming its version, and changes nothing", Label(untestedCalico), func() {
+		Eventually(func() string { return installation().Status.CalicoVersion }).ShouldNot(BeEmpty(), "the Tigera operator reports its Calico")
+		v := installation().Status.CalicoVersion
+		parsed, err := utilversion.ParseGeneric(v)
+		Expect(err).NotTo(HaveOccurred())
+		if !utilversion.MajorMinor(parsed.Major(), parsed.Minor()).LessThan(preflight.OldestTestedCalico) {
+			Skip(fmt.Sprintf("Calico %s is a tested version", v))
+		}
+		createPausedWR()
+		Eventually(checkOf(preflight.CheckCalicoVersion)).Should(And(HaveField("Result", v1alpha1.CheckFail),
+			HaveField("Message", ContainSubstring("Calico "+v+" is older than winready's oldest tested version"))), why)
 		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
 		Expect(touchedFields()).To(Equal(original))
 		deleteWR()
