@@ -100,7 +100,10 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 			return v
 		}).Should(Equal(calico.BackendVXLAN))
 		Expect(marked()).To(BeFalse())
-		Expect(stats()).To(HaveField("Rollouts", 1))
+		// The template is rendered; the rollout counts once its first pod is
+		// replaced, which the simulated DaemonSet controller does next.
+		Eventually(stats).Should(HaveField("Rollouts", 1))
+		Consistently(stats).Should(HaveField("Rollouts", 1))
 	})
 
 	It("releases calico-node after HoldMax when the Tigera operator shows no sign of reading the changes", func() {

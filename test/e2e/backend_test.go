@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -140,6 +141,24 @@ func startProcessIn(name, logDir string, env []string, bin string, args ...strin
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	return &process{name: name, cmd: cmd, log: log}, nil
+}
+
+// tail is the end of the process's log, and whether it is still running,
+// for a failed spec's report.
+func (p *process) tail(n int) string {
+	if p == nil {
+		return ""
+	}
+	data, err := os.ReadFile(p.log.Name())
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	state := "running"
+	if err := syscall.Kill(p.cmd.Process.Pid, 0); err != nil {
+		state = "not running (" + err.Error() + ")"
+	}
+	return fmt.Sprintf("%s is %s; the last %d lines of its log:\n%s", p.name, state, n, strings.Join(lines[max(0, len(lines)-n):], "\n"))
 }
 
 // Stop ends the process; stopping it again does nothing (a scenario that

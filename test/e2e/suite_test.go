@@ -94,6 +94,14 @@ func winreadyBin() string {
 	return filepath.Join(repoRoot, "bin", "winready")
 }
 
+// A failed spec's report carries the end of winready's log: the suite's log
+// directory is a temporary one, gone with the run.
+var _ = ReportAfterEach(func(report SpecReport) {
+	if report.Failed() && winready != nil {
+		AddReportEntry("winready", winready.tail(40))
+	}
+})
+
 var _ = AfterSuite(func() {
 	if winready != nil {
 		Expect(winready.Stop()).To(Succeed())
