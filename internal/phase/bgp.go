@@ -29,8 +29,11 @@ func (BGP) Read(ctx context.Context, r Readers, c *calico.Cluster) error {
 }
 
 // ReadGate lists the Nodes (their metadata, from the cache) for
-// ReadyToChange: only a pass about to turn BGP off copies them.
+// ReadyToChange, once a pass: only a pass about to turn BGP off copies them.
 func (BGP) ReadGate(ctx context.Context, r Readers, c *calico.Cluster) error {
+	if c.Nodes != nil {
+		return nil
+	}
 	nodes := &metav1.PartialObjectMetadataList{}
 	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
 	if err := r.Cache.List(ctx, nodes); err != nil {

@@ -571,65 +571,71 @@ func (w *winready) stop() {
 	_ = w.cmd.Wait()
 }
 
+// sample is one line of the metrics endpoint: its labels ("" or "{...}")
+// and its value.
+type sample struct {
+	labels string
+	value  float64
+}
+
+// samples reads the samples of metric name from winready's metrics endpoint.
+func (w *winready) samples(name string) ([]sample, error) {
+	resp, err := http.Get(w.metrics)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var out []sample
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), name)
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		fields := strings.Fields(rest)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			continue
+		}
+		labels, _, _ := strings.Cut(rest, "}")
+		out = append(out, sample{labels: labels, value: v})
+	}
+	return out, sc.Err()
+}
+
 // metric sums the samples of a metric whose labels contain match.
 func (w *winready) metric(name, match string) (float64, error) {
-	resp, err := http.Get(w.metrics)
+	all, err := w.samples(name)
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
 	sum, found := 0.0, false
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) || (match != "" && !strings.Contains(line, match)) {
-			continue
-		}
-		rest := strings.TrimPrefix(line, name)
-		if rest == "" || (rest[0] != ' ' && rest[0] != '{') {
-			continue
-		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err == nil {
-			sum += v
+	for _, smp := range all {
+		if strings.Contains(smp.labels, match) {
+			sum += smp.value
 			found = true
 		}
 	}
 	if !found {
 		return 0, fmt.Errorf("no metric %s{%s}", name, match)
 	}
-	return sum, sc.Err()
+	return sum, nil
 }
 
 // byLabel reads the samples of a metric by the value of one label.
 func (w *winready) byLabel(name, label string) (map[string]float64, error) {
-	resp, err := http.Get(w.metrics)
+	all, err := w.samples(name)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
 	out := map[string]float64{}
-	prefix := name + "{"
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, prefix) {
-			continue
+	for _, smp := range all {
+		_, rest, _ := strings.Cut(smp.labels, label+`="`)
+		if value, _, ok := strings.Cut(rest, `"`); ok {
+			out[value] += smp.value
 		}
-		_, rest, _ := strings.Cut(line, label+`="`)
-		value, _, ok := strings.Cut(rest, `"`)
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", line, err)
-		}
-		out[value] += v
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 func rssMiB(pid int) (float64, error) {
