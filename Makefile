@@ -74,27 +74,35 @@ ENVTEST_PKGS := ./config/rbac/ ./hack/release/ ./internal/calico/ ./internal/cli
 E2E_SMOKE := Windows-ready (keeps Windows nodes out|migrates to Ready replacing|rolls back to exactly)
 TEST_P ?= 2
 # Ginkgo's CLI (pinned in hack/tools/go.mod beside golangci-lint) runs the
-# controllers suite in CONTROLLERS_PROCS processes: each starts its own control
-# plane and simulator in BeforeSuite and takes the next spec as it frees up, so
-# no state is shared between processes.
+# two tiers of winready's specs: the controllers suite (the manager: watches,
+# timing, RBAC and admission, restarts, the audit log) in CONTROLLERS_PROCS
+# processes and the pass-by-pass tier (test/passes: what a pass decides) in
+# PASSES_PROCS. Each process starts its own control plane (and simulator) in
+# BeforeSuite and takes the next spec as it frees up, so no state is shared
+# between processes.
 GINKGO := go tool -modfile=$(CURDIR)/hack/tools/go.mod ginkgo
 CONTROLLERS_PROCS ?= 3
+PASSES_PROCS ?= 2
 # How many of make test's parts run at once: the controllers suite beside a
 # stream of the others.
 TEST_JOBS ?= 3
 
 .PHONY: test
 test: envtest-assets ## Run every test on envtest (an as-installed smoke test of the end-to-end scenarios on the simulator included), in parallel.
-	$(MAKE) --no-print-directory -j $(TEST_JOBS) --output-sync=target test-controllers test-envtest test-pure test-smoke \
+	$(MAKE) --no-print-directory -j $(TEST_JOBS) --output-sync=target test-controllers test-passes test-envtest test-pure test-smoke \
 		kit-example rules-test gitops-docs-test chart-test
 
 .PHONY: test-pure
 test-pure: ## The packages that start no control plane (Go's test cache kept).
-	go test $$(go list ./... | grep -v -e '/test/e2e$$' -e '/controllers$$' $(foreach p,$(ENVTEST_PKGS),-e '$(patsubst ./%/,%,$(p))$$')) -p $(TEST_P) -timeout 10m
+	go test $$(go list ./... | grep -v -e '/test/e2e$$' -e '/controllers$$' -e '/test/passes$$' $(foreach p,$(ENVTEST_PKGS),-e '$(patsubst ./%/,%,$(p))$$')) -p $(TEST_P) -timeout 10m
 
 .PHONY: test-controllers
 test-controllers: envtest-assets ## The controllers suite, in CONTROLLERS_PROCS processes.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GINKGO) -p --procs=$(CONTROLLERS_PROCS) --timeout=30m $(GINKGO_CLI_FLAGS) ./controllers/
+
+.PHONY: test-passes
+test-passes: envtest-assets ## The pass-by-pass tier (test/passes), in PASSES_PROCS processes.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GINKGO) -p --procs=$(PASSES_PROCS) --timeout=30m $(GINKGO_CLI_FLAGS) ./test/passes/
 
 .PHONY: test-envtest
 test-envtest: envtest-assets ## The other packages that start a control plane of their own.
@@ -110,10 +118,10 @@ test-smoke: envtest-assets ## The end-to-end smoke test: winready as installed, 
 # random order, with the race detector.
 N ?= 5
 .PHONY: test-repeat
-test-repeat: envtest-assets ## Run the controllers' envtest suites N times (N=5) with -race and a random spec order.
+test-repeat: envtest-assets ## Run the controllers' and the pass-by-pass tier's envtest suites N times (N=5) with -race and a random spec order.
 	for i in $$(seq $(N)); do echo "run $$i of $(N)"; \
 		KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GINKGO) -p --procs=$(CONTROLLERS_PROCS) --race --randomize-all --timeout=60m \
-			./controllers/ ./test/calicosim/ || exit 1; done
+			./controllers/ ./test/passes/ ./test/calicosim/ || exit 1; done
 
 .PHONY: kit-example
 kit-example: envtest-assets ## Run test/ci-example: a platform team's CI suite, a module of its own, on the test kit.

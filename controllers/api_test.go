@@ -14,7 +14,7 @@ import (
 )
 
 var _ = Describe("The WindowsReadiness API", func() {
-	AfterEach(deleteWR)
+	AfterEach(func() { on.DeleteWR() })
 
 	create := func(name string, mutate func(*v1alpha1.WindowsReadiness)) error {
 		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -28,7 +28,7 @@ var _ = Describe("The WindowsReadiness API", func() {
 
 	It("accepts the default object and fills in the defaults", func() {
 		Expect(create(v1alpha1.Name, none)).To(Succeed())
-		wr := getWR()
+		wr := on.WR()
 		Expect(wr.Spec.Direction).To(Equal(v1alpha1.DirectionMigrate))
 		Expect(wr.Spec.WindowsNodeGate).To(Equal(v1alpha1.GateEnabled))
 		Expect(wr.Spec.PhaseTimeout).To(BeNil(), "phaseTimeout is a deprecated name with no default")
@@ -66,14 +66,14 @@ var _ = Describe("The WindowsReadiness API", func() {
 			wr.Spec.PhaseTimeout, wr.Spec.ProgressDeadline = dur("45m"), dur("45m")
 			wr.Spec.Rollout.Conservative = true
 		})).To(Succeed())
-		Expect(getWR().Spec.EffectiveProgressDeadline().String()).To(Equal("45m0s"))
+		Expect(on.WR().Spec.EffectiveProgressDeadline().String()).To(Equal("45m0s"))
 	})
 
 	It("takes a rollout maxUnavailable as a count or a percentage up to 25%", func() {
 		for _, v := range []intstr.IntOrString{intstr.FromInt32(40), intstr.FromString("25%"), intstr.FromString("1%")} {
 			Expect(create(v1alpha1.Name, func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = &v })).To(Succeed(), v.String())
-			Expect(getWR().Spec.Rollout.MaxUnavailable).To(HaveValue(Equal(v)))
-			deleteWR()
+			Expect(on.WR().Spec.Rollout.MaxUnavailable).To(HaveValue(Equal(v)))
+			on.DeleteWR()
 		}
 	})
 

@@ -165,19 +165,3 @@ func subtract(counts, baseline map[string]int) map[string]int {
 	}
 	return counts
 }
-
-// calicoOnly keeps the counts of writes to what Calico reads: the
-// Installation, the IPAM configuration and the ConfigMaps of tigera-operator;
-// not the gate nor the probe rounds in winready's own namespace.
-func calicoOnly(counts map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, v := range counts {
-		f := strings.Fields(k)
-		switch {
-		case f[0] == "Installation", f[0] == "installations", f[0] == "IPAMConfiguration", f[0] == "ipamconfigurations",
-			len(f) == 3 && (f[1] == "tigera-operator" || f[1] == "calico-system"):
-			out[k] = v
-		}
-	}
-	return out
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/test/kit/look"
 )
 
 var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
@@ -54,7 +55,7 @@ var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
 		Expect(wr.Status.Message).To(ContainSubstring("projectcalico.org/v3 is not served"))
 		Expect(wr.Status.Message).To(ContainSubstring("Install the Calico API server"))
 		Expect(wr.Status.Originals).To(BeNil())
-		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty())
+		Expect(look.CalicoWrites(op.writes.Snapshot())).To(BeEmpty())
 		after := &operatorv1.Installation{}
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(inst), after)).To(Succeed())
 		Expect(after.Generation).To(Equal(inst.Generation), "the Installation is untouched")
@@ -97,6 +98,6 @@ var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
 		Eventually(reconciling).Should(And(HaveField("Reason", conditions.ReasonCalicoAPIServerUnavailable),
 			HaveField("Message", ContainSubstring("the Calico API server is unavailable: APIService v3.projectcalico.org is not Available (ServiceNotFound")),
 			HaveField("Message", ContainSubstring("Check TigeraStatus apiserver"))))
-		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty())
+		Expect(look.CalicoWrites(op.writes.Snapshot())).To(BeEmpty())
 	})
 })

@@ -31,12 +31,12 @@ var _ = Describe("Another writer of the Installation", func() {
 		// land between one pass's read and its write.
 		labeler := contention.StartLabeler(k8s, 0)
 		DeferCleanup(labeler.Stop)
-		createWR()
+		on.CreateWR()
 		// The labeler writes as fast as the API server answers, the whole
 		// migration long: on a loaded machine the migration takes longer than
 		// the suite's 30 s bound for a wait, so it gets the bound of a whole
 		// migration and its pod network checks under that load.
-		Eventually(phaseOf).WithTimeout(3 * time.Minute).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(on.Phase).WithTimeout(3 * time.Minute).Should(Equal(v1alpha1.PhaseReady))
 		patches, err := labeler.Stop()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(patches).To(BeNumerically(">", 10), "the labeler wrote all along")

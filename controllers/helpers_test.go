@@ -6,18 +6,11 @@ import (
 	"context"
 
 	. "github.com/onsi/gomega"
-	"github.com/onsi/gomega/types"
-	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
-	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/winready/winready/api/v1alpha1"
-	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/podcheck"
 	"github.com/winready/winready/internal/probe"
 	"github.com/winready/winready/internal/record"
@@ -26,105 +19,17 @@ import (
 
 var ctx = context.Background()
 
-// createWR creates the WindowsReadiness "default" with the given changes.
-func createWR(mutate ...func(*v1alpha1.WindowsReadiness)) {
-	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
-	for _, m := range mutate {
-		m(wr)
-	}
-	Expect(k8s.Create(ctx, wr)).To(Succeed())
-}
-
-// updateWR changes the spec of the WindowsReadiness, retrying on conflicts.
-func updateWR(mutate func(*v1alpha1.WindowsReadiness)) {
-	Eventually(func() error {
-		wr := getWR()
-		mutate(wr)
-		return k8s.Update(ctx, wr)
-	}).Should(Succeed())
-}
-
 // poke changes an annotation of the WindowsReadiness, which wakes the
 // reconciler without changing the spec (a patch: an update would rewrite
 // the defaulted durations in Go's form and bump the generation).
 func poke(key, value string) {
-	wr := getWR()
+	wr := on.WR()
 	base := wr.DeepCopy()
 	if wr.Annotations == nil {
 		wr.Annotations = map[string]string{}
 	}
 	wr.Annotations[key] = value
 	Expect(k8s.Patch(ctx, wr, client.MergeFrom(base))).To(Succeed())
-}
-
-func getWR() *v1alpha1.WindowsReadiness {
-	wr := &v1alpha1.WindowsReadiness{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr)).To(Succeed())
-	return wr
-}
-
-// deleteWR deletes the WindowsReadiness and waits until it is gone.
-func deleteWR() {
-	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
-	Expect(client.IgnoreNotFound(k8s.Delete(ctx, wr))).To(Succeed())
-	Eventually(func() bool {
-		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(wr), wr))
-	}).Should(BeTrue(), "the WindowsReadiness is deleted")
-}
-
-// condition returns a condition of the WindowsReadiness, or an empty one.
-func condition(typ string) func() metav1.Condition {
-	return func() metav1.Condition {
-		if c := meta.FindStatusCondition(getWR().Status.Conditions, typ); c != nil {
-			return *c
-		}
-		return metav1.Condition{}
-	}
-}
-
-func phaseOf() v1alpha1.Phase { return getWR().Status.Phase }
-
-func stepOf(name v1alpha1.StepName) func() v1alpha1.StepStatus {
-	return func() v1alpha1.StepStatus {
-		for _, s := range getWR().Status.Steps {
-			if s.Name == name {
-				return s
-			}
-		}
-		return v1alpha1.StepStatus{}
-	}
-}
-
-func installation() *operatorv1.Installation {
-	inst := &operatorv1.Installation{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Name: calico.InstallationName}, inst)).To(Succeed())
-	return inst
-}
-
-func ipamConfig() *calicov3.IPAMConfiguration {
-	cfg := &calicov3.IPAMConfiguration{}
-	err := k8s.Get(ctx, client.ObjectKey{Name: calico.IPAMConfigName}, cfg)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	Expect(err).NotTo(HaveOccurred())
-	return cfg
-}
-
-func servicesEndpoint() *corev1.ConfigMap {
-	cm := &corev1.ConfigMap{}
-	err := k8s.Get(ctx, client.ObjectKey{Namespace: calico.OperatorNamespace, Name: calico.ServicesEndpointConfigMap}, cm)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	Expect(err).NotTo(HaveOccurred())
-	return cm
-}
-
-func ipPool(name string) *calicov3.IPPool {
-	pool := &calicov3.IPPool{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, pool)).To(Succeed())
-	return pool
 }
 
 // serviceCIDRsOfCluster is what the API server itself says the service
@@ -137,10 +42,6 @@ func serviceCIDRsOfCluster() []string {
 		cidrs = append(cidrs, sc.Spec.CIDRs...)
 	}
 	return cidrs
-}
-
-func haveStatus(status metav1.ConditionStatus, reason string) types.GomegaMatcher {
-	return And(HaveField("Status", status), HaveField("Reason", reason))
 }
 
 func mustParse(s string) time.Duration {
@@ -163,7 +64,7 @@ func resetCluster(op *operator) {
 		op.stop()
 	}
 	deleteNode("win-1")
-	deleteWR()
+	on.DeleteWR()
 	Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Namespace: operatorNamespace, Name: record.Name}}))).To(Succeed())
 	sim.ClearFault()
@@ -182,19 +83,4 @@ var probeAgentsName = probe.RoundKind.Name
 
 func deleteNode(name string) {
 	Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
-}
-
-// createOrReplace creates obj, or replaces the spec of an object of that name
-// (such as the FelixConfiguration the Tigera operator writes).
-func createOrReplace(obj client.Object) error {
-	err := k8s.Create(ctx, obj)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	current := obj.DeepCopyObject().(client.Object)
-	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), current); err != nil {
-		return err
-	}
-	obj.SetResourceVersion(current.GetResourceVersion())
-	return k8s.Update(ctx, obj)
 }

@@ -32,7 +32,7 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 	}
 	ignored := func() bool { return calico.Ignored(calicoNode()) }
 	marked := func() bool {
-		_, held := calico.HeldSince(installation())
+		_, held := calico.HeldSince(on.Installation())
 		return held
 	}
 	servicesEndpointWritten := func() error {
@@ -48,20 +48,20 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 		seed(calicosim.MainCluster())
 		sim.ResetRolloutStats()
 		op = startOperator(nil, nil)
-		createWR(append(mutate, func(wr *v1alpha1.WindowsReadiness) {
+		on.CreateWR(append(mutate, func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.RequireApproval = true
 			wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepEncapsulation}
 		})...)
-		Eventually(condition(conditions.Reconciling)).Should(And(HaveField("Reason", conditions.ReasonAwaitingApproval),
+		Eventually(on.Condition(conditions.Reconciling)).Should(And(HaveField("Reason", conditions.ReasonAwaitingApproval),
 			HaveField("Message", ContainSubstring("BGP"))))
 		stop := sim.InterruptRender()
 		DeferCleanup(stop.Resume)
 		Eventually(stop.Stopped).Should(BeClosed(), "a reconcile of the Tigera operator read the Installation and stopped")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.ApprovedSteps = append(wr.Spec.ApprovedSteps, v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint)
 		})
 		Eventually(servicesEndpointWritten).Should(Succeed())
-		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)), "written before the ConfigMap")
+		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)), "written before the ConfigMap")
 		return stop
 	}
 
@@ -70,11 +70,11 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 		Expect(ignored()).To(BeTrue(), "calico-node held before the write")
 		Expect(marked()).To(BeTrue(), "the Installation says so")
 		stop.Resume()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		Expect(stats()).To(And(HaveField("Rollouts", 1), HaveField("Replacements", 3)), "three nodes, each replaced once")
 		Expect(ignored()).To(BeFalse(), "released")
 		Expect(marked()).To(BeFalse())
-		Expect(getWR().Status.Originals.NodeIgnored).To(HaveValue(Equal(v1alpha1.OriginalValue{})), "recorded absent")
+		Expect(on.WR().Status.Originals.NodeIgnored).To(HaveValue(Equal(v1alpha1.OriginalValue{})), "recorded absent")
 	})
 
 	It("releases calico-node left held by a manager that stopped, once a new one starts", func() {
@@ -84,7 +84,7 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 		stop.Resume()
 		Consistently(ignored).Should(BeTrue(), "nothing but winready lifts the hold")
 		op = startOperator(nil, nil)
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		Expect(stats()).To(And(HaveField("Rollouts", 1), HaveField("Replacements", 3)))
 		Expect(ignored()).To(BeFalse())
 		Expect(marked()).To(BeFalse())
@@ -92,7 +92,7 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 
 	It("releases calico-node while paused: the held changes are written and must reach the nodes", func() {
 		stop := interruptedBatch()
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
 		stop.Resume()
 		Eventually(ignored).Should(BeFalse())
 		Eventually(func() string {
@@ -114,12 +114,12 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 		Eventually(ignored).Should(BeFalse())
 		Eventually(marked).Should(BeFalse())
 		stop.Resume()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 	})
 
 	It("releases calico-node at once when the WindowsReadiness is deleted during the hold", func() {
 		interruptedBatch()
-		deleteWR()
+		on.DeleteWR()
 		Eventually(ignored).Should(BeFalse())
 		Eventually(marked).Should(BeFalse())
 	})
@@ -134,22 +134,22 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 	It("removes an ignore annotation its own field manager set with no hold of its own under way", func() {
 		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		on.CreateWR()
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		annotate(controllers.FieldOwner)
 		poke("test/poke", "1")
 		Eventually(ignored).Should(BeFalse(), "no hold is marked on the Installation: the annotation outlives nothing")
-		Expect(meta.FindStatusCondition(getWR().Status.Conditions, conditions.CalicoNodeManaged)).To(BeNil())
+		Expect(meta.FindStatusCondition(on.WR().Status.Conditions, conditions.CalicoNodeManaged)).To(BeNil())
 	})
 
 	It("names an ignore annotation someone else set in the status, and leaves it to them", func() {
 		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		on.CreateWR()
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		annotate("kubectl-annotate")
 		poke("test/poke", "1")
-		Eventually(condition(conditions.CalicoNodeManaged)).Should(And(HaveField("Status", metav1.ConditionFalse),
+		Eventually(on.Condition(conditions.CalicoNodeManaged)).Should(And(HaveField("Status", metav1.ConditionFalse),
 			HaveField("Reason", conditions.ReasonCalicoNodeIgnored), HaveField("Message", ContainSubstring("kubectl-annotate"))))
 		Consistently(ignored).Should(BeTrue(), "a person's hold is theirs to lift")
 		ds := calicoNode()
@@ -157,18 +157,18 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 			[]byte(`{"metadata":{"annotations":{"`+calico.IgnoreAnnotation+`":null}}}`)))).To(Succeed())
 		poke("test/poke", "2")
 		Eventually(func() *metav1.Condition {
-			return meta.FindStatusCondition(getWR().Status.Conditions, conditions.CalicoNodeManaged)
+			return meta.FindStatusCondition(on.WR().Status.Conditions, conditions.CalicoNodeManaged)
 		}).Should(BeNil(), "gone once lifted")
 	})
 
 	It("rolls back the same way: once, each node replaced once, through the hold", func() {
 		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		on.CreateWR()
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		sim.ResetRolloutStats()
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack))
 		Expect(stats()).To(And(HaveField("Rollouts", 1), HaveField("Replacements", 3)))
 		Expect(ignored()).To(BeFalse())
 		Expect(marked()).To(BeFalse())

@@ -13,7 +13,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -23,6 +22,7 @@ import (
 	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit/look"
 )
 
 var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
@@ -36,10 +36,10 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 	It("takes the seed's main cluster to Ready with exactly the expected end state", func() {
 		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)
-		createWR()
+		on.CreateWR()
 
-		Eventually(condition(conditions.Ready)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonMigrated), "the migration finishes")
-		wr := getWR()
+		Eventually(on.Condition(conditions.Ready)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonMigrated), "the migration finishes")
+		wr := on.WR()
 		Expect(wr.Status.Phase).To(Equal(v1alpha1.PhaseReady))
 		Expect(wr.Status.ObservedGeneration).To(Equal(wr.Generation))
 		Expect(wr.Status.Steps).To(HaveLen(6))
@@ -48,15 +48,15 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 			Expect(s.Changed).To(BeTrue(), string(s.Name))
 		}
 
-		inst := installation()
+		inst := on.Installation()
 		Expect(inst.Spec.CalicoNetwork.IPPools).To(HaveLen(1))
 		Expect(inst.Spec.CalicoNetwork.IPPools[0].Encapsulation).To(Equal(operatorv1.EncapsulationVXLAN))
 		Expect(inst.Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)))
 		Expect(inst.Spec.CalicoNetwork.WindowsDataplane).To(HaveValue(Equal(operatorv1.WindowsDataplaneHNS)))
 		Expect(inst.Spec.ServiceCIDRs).To(Equal(serviceCIDRsOfCluster()))
-		Expect(ipPool(inst.Spec.CalicoNetwork.IPPools[0].Name).Spec.VXLANMode).To(BeEquivalentTo("Always"))
-		Expect(ipamConfig().Spec.StrictAffinity).To(BeTrue())
-		Expect(servicesEndpoint().Data).To(Equal(map[string]string{
+		Expect(on.IPPool(inst.Spec.CalicoNetwork.IPPools[0].Name).Spec.VXLANMode).To(BeEquivalentTo("Always"))
+		Expect(on.IPAMConfig().Spec.StrictAffinity).To(BeTrue())
+		Expect(on.ServicesEndpoint().Data).To(Equal(map[string]string{
 			calico.ServiceHostKey: "10.0.0.10", calico.ServicePortKey: "6443",
 		}), "the address comes from kubeadm-config's controlPlaneEndpoint")
 		ds := &appsv1.DaemonSet{}
@@ -92,7 +92,7 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		Expect(o.WindowsNodesPresent).To(BeFalse())
 
 		By("writing each Calico object exactly once")
-		Expect(calicoOnly(op.writes.Snapshot())).To(Equal(map[string]int{
+		Expect(look.CalicoWrites(op.writes.Snapshot())).To(Equal(map[string]int{
 			"IPAMConfiguration patch":          1,
 			"Installation patch":               3,
 			"ConfigMap tigera-operator create": 1,
@@ -100,119 +100,35 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		}), "the pools; steps 3 to 6 in one write; the hold's mark taken off; calico-node held and released")
 	})
 
-	It("skips every step the cluster already holds", func() {
-		cl := calicosim.MainCluster()
-		cl.StrictAffinity = ptr.To(true)
-		cl.Pools[0].Encapsulation = operatorv1.EncapsulationVXLAN
-		cl.BGP = operatorv1.BGPDisabled
-		seed(cl)
-		op = startOperator(nil, nil)
-		createWR()
-
-		Eventually(condition(conditions.Ready)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonMigrated))
-		for _, name := range []v1alpha1.StepName{v1alpha1.StepStrictAffinity, v1alpha1.StepEncapsulation, v1alpha1.StepBGP} {
-			Expect(stepOf(name)()).To(And(HaveField("State", v1alpha1.StepCompleted), HaveField("Changed", false)), string(name))
-		}
-		for _, name := range []v1alpha1.StepName{v1alpha1.StepServicesEndpoint, v1alpha1.StepServiceCIDRs, v1alpha1.StepWindowsDataplane} {
-			Expect(stepOf(name)()).To(HaveField("Changed", true), string(name))
-		}
-		Expect(calicoOnly(op.writes.Snapshot())).To(Equal(map[string]int{"Installation patch": 2, "ConfigMap tigera-operator create": 1,
-			"DaemonSet calico-system patch": 2}), "steps 4 to 6 in one write under the hold, and the hold's end")
-	})
-
-	It("creates the IPAM configuration when the cluster has none, and records that it was absent", func() {
-		cl := calicosim.MainCluster()
-		cl.StrictAffinity = nil
-		seed(cl)
-		op = startOperator(nil, nil)
-		createWR()
-
-		Eventually(condition(conditions.Ready)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonMigrated))
-		cfg := ipamConfig()
-		Expect(cfg).NotTo(BeNil())
-		Expect(cfg.Spec.StrictAffinity).To(BeTrue())
-		Expect(cfg.Spec.AutoAllocateBlocks).To(BeTrue())
-		Expect(getWR().Status.Originals.IPAMConfig.Present).To(BeFalse())
-	})
-
-	It("changes every IPv4 cross-subnet pool and leaves the others alone", func() {
-		cl := calicosim.MainCluster()
-		cl.Pools = append(cl.Pools,
-			operatorv1.IPPool{Name: "second", CIDR: "172.21.0.0/16", Encapsulation: operatorv1.EncapsulationVXLANCrossSubnet,
-				BlockSize: ptr.To[int32](26), NATOutgoing: operatorv1.NATOutgoingEnabled},
-			operatorv1.IPPool{Name: "already-vxlan", CIDR: "172.22.0.0/16", Encapsulation: operatorv1.EncapsulationVXLAN,
-				BlockSize: ptr.To[int32](26), NATOutgoing: operatorv1.NATOutgoingEnabled},
-			// Turning BGP off needs every pool encapsulated, IPv6 ones included.
-			operatorv1.IPPool{Name: "ipv6", CIDR: "fd00:10::/48", Encapsulation: operatorv1.EncapsulationVXLAN,
-				BlockSize: ptr.To[int32](122), NATOutgoing: operatorv1.NATOutgoingDisabled},
-		)
-		seed(cl)
-		op = startOperator(nil, nil)
-		createWR()
-
-		Eventually(condition(conditions.Ready)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonMigrated))
-		encaps := map[string]operatorv1.EncapsulationType{}
-		for _, p := range installation().Spec.CalicoNetwork.IPPools {
-			encaps[p.Name] = p.Encapsulation
-		}
-		Expect(encaps).To(Equal(map[string]operatorv1.EncapsulationType{
-			"default-ipv4-ippool": operatorv1.EncapsulationVXLAN,
-			"second":              operatorv1.EncapsulationVXLAN,
-			"already-vxlan":       operatorv1.EncapsulationVXLAN,
-			"ipv6":                operatorv1.EncapsulationVXLAN,
-		}))
-		Expect(ipPool("second").Spec.VXLANMode).To(BeEquivalentTo("Always"))
-		Expect(condition(conditions.PreflightPassed)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightWarnings),
-			"an IPv6 pool is a warning: Windows pods get IPv4 only")
-		Expect(calicoOnly(op.writes.Snapshot())).To(HaveKeyWithValue("Installation patch", 3), "both pools change in one patch")
-	})
-
-	It("refuses an IPIP cluster in preflight and changes nothing", func() {
-		cl := calicosim.MainCluster()
-		cl.Pools[0].Encapsulation = operatorv1.EncapsulationIPIP
-		seed(cl)
-		baseline := appliedWrites()
-		op = startOperator(nil, nil)
-		createWR()
-
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
-		Expect(condition(conditions.PreflightPassed)().Message).To(ContainSubstring("IP-in-IP"))
-		Expect(phaseOf()).To(Equal(v1alpha1.PhaseStalled))
-		Expect(getWR().Status.Originals).To(BeNil())
-		Consistently(func() map[string]int { return calicoOnly(appliedWritesSince(baseline)()) }).Should(BeEmpty(),
-			"winready wrote nothing to Calico")
-		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty())
-	})
-
 	It("refuses to start while UDP 4789 is blocked between two nodes, naming the pair", func() {
 		cl := calicosim.MainCluster()
 		seed(cl)
 		agents.Block(netip.MustParseAddr(cl.Nodes[0].InternalIP), netip.MustParseAddr(cl.Nodes[2].InternalIP))
 		op = startOperator(nil, nil)
-		createWR()
+		on.CreateWR()
 
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
-		msg := condition(conditions.PreflightPassed)().Message
+		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
+		msg := on.Condition(conditions.PreflightPassed)().Message
 		Expect(msg).To(ContainSubstring("UDP 4789 did not pass 1 of 6 probed pairs"))
 		Expect(msg).To(ContainSubstring("linux-0 (10.0.0.11) -> linux-2 (10.0.0.13)"))
-		probe := getWR().Status.Preflight.Probe
+		probe := on.WR().Status.Preflight.Probe
 		Expect(probe.FailingPairs).To(BeEquivalentTo(1))
 		Expect(probe.PassedPairs).To(BeEquivalentTo(5))
-		Expect(getWR().Status.Originals).To(BeNil(), "nothing recorded, nothing changed")
-		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty())
+		Expect(on.WR().Status.Originals).To(BeNil(), "nothing recorded, nothing changed")
+		Expect(look.CalicoWrites(op.writes.Snapshot())).To(BeEmpty())
 
 		By("running again when asked to, once the path is open")
 		agents.Reset()
 		poke(controllers.RerunPreflightAnnotation, "after-firewall-fix")
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		Expect(getWR().Status.Preflight.Probe.FailingPairs).To(BeZero())
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
+		Expect(on.WR().Status.Preflight.Probe.FailingPairs).To(BeZero())
 	})
 
 	It("runs the probe agents as a DaemonSet for the round only, and counts a silent node as missing", func() {
 		seed(calicosim.MainCluster())
 		agents.Silence("linux-2")
 		op = startOperator(nil, nil)
-		createWR()
+		on.CreateWR()
 
 		ds := &appsv1.DaemonSet{}
 		Eventually(func() error {
@@ -229,16 +145,16 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		Expect(*sc.AllowPrivilegeEscalation).To(BeFalse())
 		Expect(*sc.ReadOnlyRootFilesystem).To(BeTrue())
 		Expect(pod.Containers[0].Args).To(Equal([]string{"probe", "--namespace=" + probeNamespace}))
-		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
+		Eventually(func() string { return on.WR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
 
 		By("giving up on the silent node when the round's time is up")
 		op.clock.Step(2 * time.Minute)
 		poke("test/poke", "1")
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
-		probe := getWR().Status.Preflight.Probe
+		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
+		probe := on.WR().Status.Preflight.Probe
 		Expect(probe.MissingReports).To(BeEquivalentTo(1))
 		Expect(probe.FirstMissing).To(Equal([]string{"linux-2"}))
-		Expect(getWR().Status.Message).To(ContainSubstring("1 nodes did not report (linux-2)"))
+		Expect(on.WR().Status.Message).To(ContainSubstring("1 nodes did not report (linux-2)"))
 
 		By("removing the agents, the plan and the reports")
 		Eventually(func() bool {
@@ -252,45 +168,20 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		}).Should(BeEmpty())
 	})
 
-	It("skips the network probe when the spec says so, and records the warning", func() {
-		seed(calicosim.MainCluster())
-		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Preflight.SkipNetworkProbe = true })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		Expect(getWR().Status.Preflight.Probe.Skipped).To(BeTrue())
-		Expect(condition(conditions.PreflightPassed)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightWarnings))
-		Expect(condition(conditions.PreflightPassed)().Message).To(ContainSubstring("NetworkProbe: skipped"))
-		Expect(op.writes.Snapshot()).NotTo(HaveKey("DaemonSet winready-system create"), "no agents were started")
-	})
-
-	It("uses the API server address and service network from the spec", func() {
-		seed(calicosim.MainCluster())
-		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) {
-			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: "api.example.com", Port: 8443}
-			wr.Spec.ServiceCIDRs = []v1alpha1.IPv4CIDR{"10.128.0.0/16"}
-		})
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		Expect(servicesEndpoint().Data).To(Equal(map[string]string{calico.ServiceHostKey: "api.example.com", calico.ServicePortKey: "8443"}))
-		Expect(installation().Spec.ServiceCIDRs).To(Equal([]string{"10.128.0.0/16"}))
-		Expect(condition(conditions.DirectAPIServerAddress)()).To(haveStatus(metav1.ConditionFalse, conditions.ReasonHostname),
-			"a DNS name is allowed but warned about")
-	})
-
 	It("finishes with the same end state, applying nothing twice, when the manager restarts at every point", func() {
 		seed(calicosim.MainCluster())
-		Expect(ipamConfig().Spec.StrictAffinity).To(BeFalse())
+		Expect(on.IPAMConfig().Spec.StrictAffinity).To(BeFalse())
 		baseline, unsureBase := auditedWrites()
 		writes := metrics.NewWriteCounter(scheme)
 		op = startOperator(nil, writes)
-		createWR()
+		on.CreateWR()
 
 		// Restart whenever the reported progress changes: after each change,
 		// in the middle of each wait, and after each finished step.
 		seen := map[string]bool{}
 		restarts := 0
 		Eventually(func() v1alpha1.Phase {
-			wr := getWR()
+			wr := on.WR()
 			if msg := wr.Status.Message; msg != "" && !seen[msg] && wr.Status.Phase != v1alpha1.PhaseReady {
 				seen[msg] = true
 				op.stop()
@@ -311,8 +202,8 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		}
 		Eventually(func() error {
 			accepted, unsure := auditedWrites()
-			accepted = calicoOnly(subtract(accepted, baseline))
-			unsure = calicoOnly(subtract(unsure, unsureBase))
+			accepted = look.CalicoWrites(subtract(accepted, baseline))
+			unsure = look.CalicoWrites(subtract(unsure, unsureBase))
 			for k, n := range accepted {
 				if n > want[k] {
 					return fmt.Errorf("%s applied %d times, want %d; all writes: %v", k, n, want[k], appliedWritesSince(baseline)())

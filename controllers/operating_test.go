@@ -26,16 +26,8 @@ import (
 	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 	installpkg "github.com/winready/winready/test/install"
+	"github.com/winready/winready/test/kit/look"
 )
-
-// kstatusOf is what Flux and Argo CD's kstatus library make of the object.
-func kstatusOf() status.Status {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(getWR())
-	Expect(err).NotTo(HaveOccurred())
-	res, err := status.Compute(&unstructured.Unstructured{Object: obj})
-	Expect(err).NotTo(HaveOccurred())
-	return res.Status
-}
 
 // install is config/default as kustomize builds it.
 func install() []*unstructured.Unstructured {
@@ -62,45 +54,45 @@ var _ = Describe("Operating winready", func() {
 	It("reads as InProgress while migrating, Current when Ready and Failed when Stalled to kstatus", func() {
 		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
-		Expect(kstatusOf()).To(Equal(status.InProgressStatus), "paused")
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePaused))
+		Expect(on.KStatus()).To(Equal(status.InProgressStatus), "paused")
 
 		sim.HoldRollouts()
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
-		Eventually(func() string { return stepOf(v1alpha1.StepBGP)().Message }).Should(ContainSubstring("rollout"))
-		Expect(phaseOf()).To(Equal(v1alpha1.PhaseMigrating))
-		Expect(kstatusOf()).To(Equal(status.InProgressStatus), "migrating")
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		Eventually(func() string { return on.Step(v1alpha1.StepBGP)().Message }).Should(ContainSubstring("rollout"))
+		Expect(on.Phase()).To(Equal(v1alpha1.PhaseMigrating))
+		Expect(on.KStatus()).To(Equal(status.InProgressStatus), "migrating")
 
 		sim.ReleaseRollouts()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		Expect(kstatusOf()).To(Equal(status.CurrentStatus), "ready")
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
+		Expect(on.KStatus()).To(Equal(status.CurrentStatus), "ready")
 
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(kstatusOf).Should(Equal(status.InProgressStatus), "rolling back")
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
-		Expect(kstatusOf()).To(Equal(status.CurrentStatus), "rolled back")
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.KStatus).Should(Equal(status.InProgressStatus), "rolling back")
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(on.KStatus()).To(Equal(status.CurrentStatus), "rolled back")
 
 		By("a stall")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.WindowsNodeGate = v1alpha1.GateDisabled })
-		Eventually(func() error { return k8s.Create(ctx, windowsNode("win-1")) }).Should(Succeed())
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.WindowsNodeGate = v1alpha1.GateDisabled })
+		Eventually(func() error { return k8s.Create(ctx, look.WindowsNode("win-1")) }).Should(Succeed())
 		DeferCleanup(deleteNode, "win-1")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseStalled))
-		Expect(kstatusOf()).To(Equal(status.FailedStatus), "stalled")
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseStalled))
+		Expect(on.KStatus()).To(Equal(status.FailedStatus), "stalled")
 	})
 
 	It("reports in status.observedGeneration every generation it has read, also while paused", func() {
 		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.RequireApproval = true })
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePaused))
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.RequireApproval = true })
 		Eventually(func() bool {
-			wr := getWR()
+			wr := on.WR()
 			return wr.Generation == 2 && wr.Status.ObservedGeneration == 2
 		}).Should(BeTrue(), "a paused pass read generation 2")
-		Expect(phaseOf()).To(Equal(v1alpha1.PhasePaused))
+		Expect(on.Phase()).To(Equal(v1alpha1.PhasePaused))
 	})
 
 	It("serves the phase, step durations, failing pairs and a blocked gauge on the metrics endpoint", func() {
@@ -120,8 +112,8 @@ var _ = Describe("Operating winready", func() {
 			b, _ := io.ReadAll(resp.Body)
 			return string(b)
 		}
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		on.CreateWR()
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		Eventually(scrape).Should(And(
 			ContainSubstring(`winready_phase{phase="Ready"} 1`),
 			ContainSubstring(`winready_phase{phase="Migrating"} 0`),
@@ -132,11 +124,11 @@ var _ = Describe("Operating winready", func() {
 		Expect(scrape()).NotTo(ContainSubstring(`winready_blocked{`))
 
 		By("a blocked migration")
-		deleteWR()
+		on.DeleteWR()
 		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
 		cl.Pools[0].Encapsulation = operatorv1.EncapsulationIPIP
 		Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
-		createWR()
+		on.CreateWR()
 		Eventually(scrape).Should(ContainSubstring(`winready_blocked{reason="PreflightFailed"} 1`))
 	})
 
@@ -183,64 +175,36 @@ var _ = Describe("Working with people and GitOps", func() {
 
 	AfterEach(func() { resetCluster(op) })
 
-	It("computes the full plan in a dry run and changes nothing", func() {
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePlanned))
-		plan := getWR().Status.Plan
-		var lines []string
-		for _, c := range plan {
-			lines = append(lines, fmt.Sprintf("%s %s %s: %s -> %s", c.Step, c.Object, c.Field, c.Before, c.After))
-		}
-		Expect(lines).To(Equal([]string{
-			"StrictAffinity IPAMConfiguration default spec.strictAffinity: false -> true",
-			"Encapsulation Installation default spec.calicoNetwork.ipPools[name=default-ipv4-ippool].encapsulation: VXLANCrossSubnet -> VXLAN",
-			"BGP Installation default spec.calicoNetwork.bgp: Enabled -> Disabled",
-			"ServicesEndpoint ConfigMap tigera-operator/kubernetes-services-endpoint data.KUBERNETES_SERVICE_HOST: <absent> -> 10.0.0.10",
-			"ServicesEndpoint ConfigMap tigera-operator/kubernetes-services-endpoint data.KUBERNETES_SERVICE_PORT: <absent> -> 6443",
-			"ServiceCIDRs Installation default spec.serviceCIDRs: <absent> -> [" + strings.Join(serviceCIDRsOfCluster(), ", ") + "]",
-			"WindowsDataplane Installation default spec.calicoNetwork.windowsDataplane: Disabled -> HNS",
-		}))
-		Expect(getWR().Status.Originals).To(BeNil())
-		Consistently(func() map[string]int { return op.writes.Snapshot() }).Should(SatisfyAll(
-			Not(HaveKey("Installation patch")), Not(HaveKey("IPAMConfiguration patch")),
-			Not(HaveKey("DaemonSet winready-system create"))), "no change, no probe agents")
-
-		By("applying it when the dry run is switched off")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		Expect(getWR().Status.Plan).To(BeNil())
-	})
-
 	It("stops fighting a GitOps tool that keeps putting a value back, naming it and the YAML to commit", func() {
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		on.CreateWR()
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		argo, err := client.New(cfg, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
 		argo = client.WithFieldOwner(argo, "argocd-controller")
 		revert := func() {
 			patch := []byte(`{"spec":{"calicoNetwork":{"bgp":"Enabled"}}}`)
-			Expect(argo.Patch(ctx, installation(), client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+			Expect(argo.Patch(ctx, on.Installation(), client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 		}
 		for i := 1; i <= 2; i++ {
 			revert()
-			Eventually(func() int32 { return stepOf(v1alpha1.StepBGP)().Reverts }).Should(BeEquivalentTo(i))
-			Eventually(func() *operatorv1.BGPOption { return installation().Spec.CalicoNetwork.BGP }).
+			Eventually(func() int32 { return on.Step(v1alpha1.StepBGP)().Reverts }).Should(BeEquivalentTo(i))
+			Eventually(func() *operatorv1.BGPOption { return on.Installation().Spec.CalicoNetwork.BGP }).
 				Should(HaveValue(Equal(operatorv1.BGPDisabled)), "winready applies it again")
-			Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+			Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		}
 		revert()
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonConflictingManager))
-		msg := condition(conditions.Stalled)().Message
+		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonConflictingManager))
+		msg := on.Condition(conditions.Stalled)().Message
 		Expect(msg).To(ContainSubstring(`field manager "argocd-controller" keeps putting back what step BGP changes (3 times)`))
 		Expect(msg).To(ContainSubstring("spec:\n  calicoNetwork:\n    bgp: Disabled\n"))
-		Consistently(func() *operatorv1.BGPOption { return installation().Spec.CalicoNetwork.BGP }).
+		Consistently(func() *operatorv1.BGPOption { return on.Installation().Spec.CalicoNetwork.BGP }).
 			Should(HaveValue(Equal(operatorv1.BGPEnabled)), "no more fighting")
 
 		By("counting each revert once, however many passes see it")
 		for i := range 3 {
 			poke("winready.io/test-nudge", fmt.Sprint(i))
 		}
-		Consistently(func() int32 { return stepOf(v1alpha1.StepBGP)().Reverts }).Should(BeEquivalentTo(3))
-		Expect(condition(conditions.Stalled)().Message).To(ContainSubstring("(3 times)"))
+		Consistently(func() int32 { return on.Step(v1alpha1.StepBGP)().Reverts }).Should(BeEquivalentTo(3))
+		Expect(on.Condition(conditions.Stalled)().Message).To(ContainSubstring("(3 times)"))
 	})
 })

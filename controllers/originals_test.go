@@ -22,6 +22,7 @@ import (
 	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit/look"
 )
 
 // originalsRecord is the durable record of the originals; nil when absent.
@@ -38,73 +39,31 @@ func originalsRecord() *corev1.ConfigMap {
 var _ = Describe("Keeping the originals", func() {
 	var (
 		op       *operator
-		original touched
+		original look.Touched
 	)
 
 	BeforeEach(func() {
 		seed(calicosim.MainCluster())
-		original = touchedFields()
+		original = on.Touched()
 		op = startOperator(nil, nil)
 	})
 
 	AfterEach(func() { resetCluster(op) })
 
-	It("rolls back to the originals when the WindowsReadiness was deleted after Ready and applied again", func() {
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		Expect(originalsRecord()).NotTo(BeNil(), "written before the first change")
-
-		deleteWR()
-		Expect(originalsRecord()).NotTo(BeNil(), "deleting the WindowsReadiness leaves the record")
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
-		Expect(touchedFields()).To(Equal(original), "every field as it was before the first migration")
-		Expect(originalsRecord()).To(BeNil(), "removed after a finished rollback")
-	})
-
-	It("goes on from the record when the WindowsReadiness is deleted midway and applied again", func() {
-		createWR()
-		Eventually(func() v1alpha1.StepState { return stepOf(v1alpha1.StepBGP)().State }).Should(Equal(v1alpha1.StepCompleted))
-		deleteWR()
-		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)), "the cluster is half migrated")
-
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		Expect(getWR().Status.Originals.BGP).To(Equal(v1alpha1.OriginalValue{Present: true, Value: "Enabled"}),
-			"the originals are the ones from before the first change, not the half-migrated values")
-		Expect(condition(conditions.OriginalsRecorded)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonRestoredRecord))
-
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
-		Expect(touchedFields()).To(Equal(original))
-	})
-
 	It("uses the record over originals in a restored status that disagree with it", func() {
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		on.CreateWR()
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		op.stop()
-		wr := getWR()
+		wr := on.WR()
 		base := wr.DeepCopy()
 		wr.Status.Originals.BGP = v1alpha1.OriginalValue{Present: true, Value: "Disabled"}
 		Expect(k8s.Status().Patch(ctx, wr, client.MergeFrom(base))).To(Succeed())
 		op = startOperator(op.clock, op.writes)
 
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
-		Expect(touchedFields()).To(Equal(original))
-		Expect(condition(conditions.OriginalsRecorded)()).To(haveStatus(metav1.ConditionTrue, conditions.ReasonRestoredRecord))
-	})
-
-	It("says so when it records originals from a cluster that already looks migrated", func() {
-		resetCluster(op)
-		cl := calicosim.MainCluster()
-		cl.BGP = operatorv1.BGPDisabled
-		seed(cl)
-		op = startOperator(nil, nil)
-		createWR()
-		Eventually(condition(conditions.OriginalsRecorded)).Should(And(haveStatus(metav1.ConditionTrue, conditions.ReasonRecorded),
-			HaveField("Message", ContainSubstring("already held spec.calicoNetwork.bgp Disabled"))))
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(on.Touched()).To(Equal(original))
+		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRestoredRecord))
 	})
 })
 
@@ -124,14 +83,14 @@ var _ = Describe("A status that can always be written", func() {
 	})
 
 	It("refuses a rollback naming 50 Windows nodes with 63-character names within the status limits", func() {
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		on.CreateWR()
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		for i := range 50 {
-			Eventually(func() error { return k8s.Create(ctx, windowsNode(longNodeName(i))) }).Should(Succeed())
+			Eventually(func() error { return k8s.Create(ctx, look.WindowsNode(longNodeName(i))) }).Should(Succeed())
 		}
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseStalled))
-		wr := getWR()
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseStalled))
+		wr := on.WR()
 		Expect(wr.Status.Message).To(ContainSubstring("Windows nodes have joined (" + longNodeName(0)))
 		Expect(len(wr.Status.Message)).To(BeNumerically("<=", 1024))
 		Expect(wr.Status.WindowsNodes).To(HaveLen(50))
@@ -150,22 +109,22 @@ var _ = Describe("Transient API errors", func() {
 
 	It("are retried until a migration and a rollback reach the same end state, each change applied once", func() {
 		seed(calicosim.MainCluster())
-		original := touchedFields()
+		original := on.Touched()
 		baseline := appliedWrites()
 		flaky := newFlakiness(0.1, 0.2)
 		op = startOperatorWith(operatorOptions{flaky: flaky})
-		createWR()
+		on.CreateWR()
 
-		Eventually(phaseOf).WithTimeout(3*time.Minute).Should(Equal(v1alpha1.PhaseReady), "every failed request waits for its backoff")
+		Eventually(on.Phase).WithTimeout(3*time.Minute).Should(Equal(v1alpha1.PhaseReady), "every failed request waits for its backoff")
 		Expect(flaky.failedBefore.Load()).To(BeNumerically(">", 0))
 		Expect(flaky.failedAfter.Load()).To(BeNumerically(">", 0))
 		// calico-node's patches are the hold's annotation, set and removed: a
 		// write that fails after the hold is set makes the next pass release
 		// it and hold again, so they come in pairs; no change to Calico is
 		// applied twice.
-		holds := func() int { return calicoOnly(appliedWritesSince(baseline)())["daemonsets calico-system patch"] }
+		holds := func() int { return look.CalicoWrites(appliedWritesSince(baseline)())["daemonsets calico-system patch"] }
 		Eventually(func() map[string]int {
-			w := calicoOnly(appliedWritesSince(baseline)())
+			w := look.CalicoWrites(appliedWritesSince(baseline)())
 			delete(w, "daemonsets calico-system patch")
 			return w
 		}).Should(Equal(map[string]int{
@@ -175,78 +134,9 @@ var _ = Describe("Transient API errors", func() {
 		}), "each change applied once; all writes: %v", appliedWritesSince(baseline)())
 		Eventually(func() bool { return holds() >= 2 && holds()%2 == 0 }).Should(BeTrue(), "the hold set and released in pairs: %d", holds())
 
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phaseOf).WithTimeout(3 * time.Minute).Should(Equal(v1alpha1.PhaseRolledBack))
-		Expect(touchedFields()).To(Equal(original))
-	})
-})
-
-var _ = Describe("A dry run at any moment", func() {
-	var op *operator
-
-	BeforeEach(func() {
-		seed(calicosim.MainCluster())
-		op = startOperator(nil, nil)
-	})
-
-	AfterEach(func() { resetCluster(op) })
-
-	It("stops a migration midway and shows what is left", func() {
-		sim.HoldRollouts()
-		// One change per step, so that steps are left after BGP.
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.Conservative = true })
-		Eventually(func() string { return stepOf(v1alpha1.StepBGP)().Message }).Should(ContainSubstring("calico-node rollout"))
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePlanned))
-		sim.ReleaseRollouts()
-		Consistently(func() []string { return installation().Spec.ServiceCIDRs }).Should(BeNil(), "no further step runs")
-		Expect(getWR().Status.Plan).To(ContainElement(HaveField("Step", v1alpha1.StepServiceCIDRs)))
-
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-	})
-
-	It("shows the reverse plan for a rollback and changes nothing", func() {
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		migrated := touchedFields()
-		updateWR(func(wr *v1alpha1.WindowsReadiness) {
-			wr.Spec.DryRun = true
-			wr.Spec.Direction = v1alpha1.DirectionRollback
-		})
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePlanned))
-		Expect(getWR().Status.Plan).To(ContainElement(And(HaveField("Step", v1alpha1.StepBGP),
-			HaveField("Before", "Disabled"), HaveField("After", "Enabled"))))
-		Consistently(touchedFields).Should(Equal(migrated))
-
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
-	})
-})
-
-var _ = Describe("Editing the spec after a step finished", func() {
-	var op *operator
-
-	BeforeEach(func() {
-		seed(calicosim.MainCluster())
-		op = startOperator(nil, nil)
-	})
-
-	AfterEach(func() { resetCluster(op) })
-
-	It("re-runs the step toward each new value and blames no field manager", func() {
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		for _, cidr := range []v1alpha1.IPv4CIDR{"10.96.0.0/16", "10.97.0.0/16", "10.98.0.0/16"} {
-			updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.ServiceCIDRs = []v1alpha1.IPv4CIDR{cidr} })
-			Eventually(func() []string { return installation().Spec.ServiceCIDRs }).Should(Equal([]string{string(cidr)}))
-			Eventually(func() bool {
-				wr := getWR()
-				return wr.Status.Phase == v1alpha1.PhaseReady && wr.Status.ObservedGeneration == wr.Generation
-			}).Should(BeTrue())
-		}
-		Expect(stepOf(v1alpha1.StepServiceCIDRs)().Reverts).To(BeZero(), "a spec edit is not another manager's revert")
-		Expect(condition(conditions.Stalled)().Status).NotTo(Equal(metav1.ConditionTrue))
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.Phase).WithTimeout(3 * time.Minute).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(on.Touched()).To(Equal(original))
 	})
 })
 
@@ -274,36 +164,36 @@ var _ = Describe("The probe round", func() {
 	}
 	midRound := func() {
 		agents.Silence("linux-2")
-		createWR()
-		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
+		on.CreateWR()
+		Eventually(func() string { return on.WR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
 		Expect(probeGone()).To(BeFalse())
 	}
 
 	It("is removed when the spec skips the probe midway, and the migration goes on", func() {
 		midRound()
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Preflight.SkipNetworkProbe = true })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Preflight.SkipNetworkProbe = true })
 		Eventually(probeGone).Should(BeTrue(), "the agents, the plan and the reports are gone")
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 	})
 
 	It("is removed when the migration is paused, turned into a dry run or into a rollback midway", func() {
 		midRound()
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
 		Eventually(probeGone).Should(BeTrue())
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePaused))
 
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
-		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		Eventually(func() string { return on.WR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
 		Eventually(probeGone).Should(BeTrue(), "a dry run runs no agents")
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePlanned))
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePlanned))
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false })
 
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
-		Eventually(func() string { return getWR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		Eventually(func() string { return on.WR().Status.Message }).Should(ContainSubstring("2 of 3 nodes reported"))
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 		Eventually(probeGone).Should(BeTrue())
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack))
 	})
 
 	It("counts against the plan the agents were given when a node joins mid-round", func() {
@@ -319,8 +209,8 @@ var _ = Describe("The probe round", func() {
 
 		op.clock.Step(2 * time.Minute)
 		poke("test/poke", "1")
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
-		probe := getWR().Status.Preflight.Probe
+		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
+		probe := on.WR().Status.Preflight.Probe
 		Expect(probe.FirstMissing).To(Equal([]string{"linux-2"}), "the silent node only, not the one that joined")
 		for _, pair := range probe.FirstFailing {
 			Expect(pair.From + pair.To).NotTo(ContainSubstring("linux-9"))
@@ -342,46 +232,46 @@ var _ = Describe("The probe round", func() {
 			Expect(k8s.Create(ctx, obj)).To(Succeed())
 			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
 		}
-		inst := installation()
+		inst := on.Installation()
 		Eventually(func() error {
 			cp := inst.DeepCopy()
 			cp.Spec.CalicoNetwork.BGP = ptr.To(operatorv1.BGPDisabled)
 			return k8s.Update(ctx, cp, client.DryRunAll)
 		}).Should(MatchError(ContainSubstring("BGP stays on")))
 
-		createWR()
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonRefused))
-		Expect(getWR().Status.Message).To(And(ContainSubstring("refused a write 3 times"), ContainSubstring("BGP stays on in this cluster")))
-		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)))
-		Expect(stepOf(v1alpha1.StepStrictAffinity)().State).To(Equal(v1alpha1.StepCompleted), "the steps before went ahead")
+		on.CreateWR()
+		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRefused))
+		Expect(on.WR().Status.Message).To(And(ContainSubstring("refused a write 3 times"), ContainSubstring("BGP stays on in this cluster")))
+		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)))
+		Expect(on.Step(v1alpha1.StepStrictAffinity)().State).To(Equal(v1alpha1.StepCompleted), "the steps before went ahead")
 
 		By("going on once the policy is gone")
 		for _, obj := range []client.Object{binding, policy} {
 			Expect(k8s.Delete(ctx, obj)).To(Succeed())
 		}
 		Eventually(func() error {
-			cp := installation()
+			cp := on.Installation()
 			cp.Spec.CalicoNetwork.BGP = ptr.To(operatorv1.BGPDisabled)
 			return k8s.Update(ctx, cp, client.DryRunAll)
 		}).Should(Succeed())
 		poke("test/poke", "refused")
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 	})
 
 	It("costs the peers of an agent that comes up late nothing, and counts one too late to probe as missing", func() {
 		agents.Late("linux-2", time.Minute)
-		createWR()
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
-		probe := getWR().Status.Preflight.Probe
+		on.CreateWR()
+		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
+		probe := on.WR().Status.Preflight.Probe
 		Expect(probe.MissingReports).To(BeEquivalentTo(1), "linux-2 came up after its 30s round had ended")
 		Expect(probe.FailingPairs).To(BeZero(), "pairs with the late node are not its peers' failing pairs")
-		Expect(getWR().Status.Message).To(ContainSubstring("1 nodes did not report (linux-2 (the agent came up 1m0s after its round began"))
+		Expect(on.WR().Status.Message).To(ContainSubstring("1 nodes did not report (linux-2 (the agent came up 1m0s after its round began"))
 
 		By("counting an agent that came up 20s into the round as on time: its peers still heard it, and it heard them")
 		agents.Late("linux-2", 20*time.Second)
 		poke(controllers.RerunPreflightAnnotation, "late")
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		probe = getWR().Status.Preflight.Probe
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
+		probe = on.WR().Status.Preflight.Probe
 		Expect(probe.PassedPairs).To(BeEquivalentTo(6))
 		Expect(probe.FailingPairs).To(BeZero())
 		Expect(probe.MissingReports).To(BeZero())
@@ -419,11 +309,11 @@ var _ = Describe("The probe round", func() {
 		}
 		Eventually(refusal).Should(ContainSubstring("hostNetwork pods are not allowed"))
 
-		createWR()
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
-		Expect(getWR().Status.Message).To(And(ContainSubstring("could not be started in 3 attempts"),
+		on.CreateWR()
+		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
+		Expect(on.WR().Status.Message).To(And(ContainSubstring("could not be started in 3 attempts"),
 			ContainSubstring("hostNetwork pods are not allowed in this cluster")))
-		Expect(calicoOnly(op.writes.Snapshot())).To(BeEmpty(), "nothing was changed")
+		Expect(look.CalicoWrites(op.writes.Snapshot())).To(BeEmpty(), "nothing was changed")
 	})
 })
 

@@ -15,6 +15,7 @@ import (
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit/look"
 )
 
 // overlay reads Installation overlay; nil when there is none.
@@ -41,7 +42,7 @@ func patchOverlay(patch string) {
 // effective is the Installation as the Tigera operator renders it: the
 // overlay merged over default.
 func effective() operatorv1.InstallationSpec {
-	spec := installation().Spec
+	spec := on.Installation().Spec
 	if o := overlay(); o != nil {
 		spec = calico.MergeOverlay(spec, o.Spec)
 	}
@@ -50,9 +51,9 @@ func effective() operatorv1.InstallationSpec {
 
 // effectiveTouched is every Installation field a migration may change, as
 // the Tigera operator renders it.
-func effectiveTouched() touched {
+func effectiveTouched() look.Touched {
 	spec := effective()
-	return touched{Pools: spec.CalicoNetwork.IPPools, BGP: spec.CalicoNetwork.BGP,
+	return look.Touched{Pools: spec.CalicoNetwork.IPPools, BGP: spec.CalicoNetwork.BGP,
 		WindowsDataplane: spec.CalicoNetwork.WindowsDataplane, WindowsNodes: spec.WindowsNodes, ServiceCIDRs: spec.ServiceCIDRs}
 }
 
@@ -67,7 +68,7 @@ var _ = Describe("An overlay Installation written or changed mid-migration", fun
 	AfterEach(func() { resetCluster(op) })
 
 	stalledMessage := func() string {
-		c := condition(conditions.Stalled)()
+		c := on.Condition(conditions.Stalled)()
 		if c.Status != metav1.ConditionTrue || c.Reason != conditions.ReasonConflictingManager {
 			return ""
 		}
@@ -83,9 +84,9 @@ var _ = Describe("An overlay Installation written or changed mid-migration", fun
 			}
 			seed(cl)
 			op = startOperator(nil, nil)
-			createWR(quick)
-			Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-			before := installation().Spec
+			on.CreateWR(quick)
+			Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
+			before := on.Installation().Spec
 
 			patchOverlay(patch)
 			Eventually(stalledMessage).Should(And(
@@ -94,11 +95,11 @@ var _ = Describe("An overlay Installation written or changed mid-migration", fun
 				ContainSubstring("winready never changes the overlay"),
 				ContainSubstring(`kubectl patch installation overlay --type merge -p '`+fix+`'`)),
 				"the condition names the overlay, its field and the fix")
-			Expect(condition(conditions.Ready)().Status).To(Equal(metav1.ConditionFalse), "the cluster no longer runs what Ready promised")
-			Expect(installation().Spec).To(Equal(before), "default already holds winready's values: nothing to write")
+			Expect(on.Condition(conditions.Ready)().Status).To(Equal(metav1.ConditionFalse), "the cluster no longer runs what Ready promised")
+			Expect(on.Installation().Spec).To(Equal(before), "default already holds winready's values: nothing to write")
 
 			patchOverlay(fix)
-			Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady), "once the overlay no longer overrides it")
+			Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady), "once the overlay no longer overrides it")
 			if atStart {
 				Expect(overlay().Spec.CalicoNetwork.MTU).To(HaveValue(BeEquivalentTo(1400)), "the overlay is never written by winready")
 			}
@@ -120,20 +121,22 @@ var _ = Describe("An overlay Installation written or changed mid-migration", fun
 		seed(calicosim.MainClusterOf(8))
 		sim.HoldRollouts()
 		op = startOperator(nil, nil)
-		createWR(quick, func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
-		Eventually(func() *intstr.IntOrString { return installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable }).
+		on.CreateWR(quick, func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
+		Eventually(func() *intstr.IntOrString {
+			return on.Installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable
+		}).
 			Should(HaveValue(Equal(intstr.FromInt32(2))), "winready sped the BGP rollout up")
 
 		patchOverlay(`{"spec":{"nodeUpdateStrategy":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":1}}}}`)
-		Eventually(func() string { return condition(conditions.Reconciling)().Message }).Should(And(
+		Eventually(func() string { return on.Condition(conditions.Reconciling)().Message }).Should(And(
 			ContainSubstring("(BGP): waiting for"),
 			ContainSubstring(`Installation overlay sets spec.nodeUpdateStrategy: {"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":1}}, `+
 				`which replaces Installation default's: calico-node rolls out with maxUnavailable 1, not 2 from spec.rollout.maxUnavailable`)))
 
 		sim.ReleaseRollouts()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady), "the overlay's pace is someone else's, and left alone")
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady), "the overlay's pace is someone else's, and left alone")
 		Expect(overlay().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
-		Expect(installation().Spec.NodeUpdateStrategy.Type).To(Equal(appsv1.RollingUpdateDaemonSetStrategyType))
+		Expect(on.Installation().Spec.NodeUpdateStrategy.Type).To(Equal(appsv1.RollingUpdateDaemonSetStrategyType))
 	})
 })
 
@@ -148,30 +151,30 @@ var _ = Describe("Rolling back with an overlay Installation", func() {
 		seed(cl)
 		original := effectiveTouched()
 		op = startOperator(nil, nil)
-		createWR(quick)
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		Expect(getWR().Status.Originals.Overlay).To(Equal(&v1alpha1.OriginalOverlay{Present: true}),
+		on.CreateWR(quick)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
+		Expect(on.WR().Status.Originals.Overlay).To(Equal(&v1alpha1.OriginalOverlay{Present: true}),
 			"an overlay of fields the migration does not change, recorded")
 
 		By("adding the service network winready wrote to the overlay: no conflict for the migration")
-		cidrs := installation().Spec.ServiceCIDRs
+		cidrs := on.Installation().Spec.ServiceCIDRs
 		Expect(cidrs).NotTo(BeEmpty())
 		patchOverlay(`{"spec":{"serviceCIDRs":["` + cidrs[0] + `"]}}`)
-		Consistently(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Consistently(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 
 		By("rolling back")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(func() metav1.Condition { return condition(conditions.Stalled)() }).Should(And(
-			haveStatus(metav1.ConditionTrue, conditions.ReasonConflictingManager),
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(func() metav1.Condition { return on.Condition(conditions.Stalled)() }).Should(And(
+			look.HaveStatus(metav1.ConditionTrue, conditions.ReasonConflictingManager),
 			HaveField("Message", ContainSubstring(`(ServiceCIDRs): Installation overlay (field manager "platform-gitops") sets spec.serviceCIDRs: [`+cidrs[0]+`]`)),
 			HaveField("Message", ContainSubstring(`so the cluster runs spec.serviceCIDRs [`+cidrs[0]+`], not <absent> as before the migration`)),
 			HaveField("Message", ContainSubstring(`kubectl patch installation overlay --type merge -p '{"spec":{"serviceCIDRs":null}}'`))),
 			"the rollback names the overlay rather than report RolledBack")
-		Expect(installation().Spec.ServiceCIDRs).To(BeNil(), "default is restored")
-		Expect(phaseOf()).NotTo(Equal(v1alpha1.PhaseRolledBack))
+		Expect(on.Installation().Spec.ServiceCIDRs).To(BeNil(), "default is restored")
+		Expect(on.Phase()).NotTo(Equal(v1alpha1.PhaseRolledBack))
 
 		patchOverlay(`{"spec":{"serviceCIDRs":null}}`)
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack))
 		Expect(effectiveTouched()).To(Equal(original), "the effective Installation is the one the cluster had")
 		Expect(overlay().Spec.CalicoNetwork.MTU).To(HaveValue(BeEquivalentTo(1400)), "the overlay's own fields stay, untouched")
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit/look"
 )
 
 var _ = Describe("The preflight on seeded Calico objects", func() {
@@ -30,43 +31,43 @@ var _ = Describe("The preflight on seeded Calico objects", func() {
 	It("refuses a Calico older than the oldest tested before any change, naming its version, until a person acknowledges it", func() {
 		sim.SetCalicoVersion("v3.27.0")
 		DeferCleanup(func() { sim.SetCalicoVersion("") })
-		Eventually(func() string { return installation().Status.CalicoVersion }).Should(Equal("v3.27.0"))
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
-		Expect(checkNamed(preflight.CheckCalicoVersion)()).To(And(HaveField("Result", v1alpha1.CheckFail),
+		Eventually(func() string { return on.Installation().Status.CalicoVersion }).Should(Equal("v3.27.0"))
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+		Expect(on.Check(preflight.CheckCalicoVersion)()).To(And(HaveField("Result", v1alpha1.CheckFail),
 			HaveField("Message", ContainSubstring("Calico v3.27.0 is older than winready's oldest tested version"))))
-		Expect(getWR().Status.Message).To(ContainSubstring("Calico v3.27.0"))
-		Expect(getWR().Status.Originals).To(BeNil(), "a failed preflight changes nothing")
+		Expect(on.WR().Status.Message).To(ContainSubstring("Calico v3.27.0"))
+		Expect(on.WR().Status.Originals).To(BeNil(), "a failed preflight changes nothing")
 
-		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Preflight.Acknowledge = []v1alpha1.Acknowledgement{v1alpha1.AcknowledgeUntestedCalicoVersion}
 		})
-		Eventually(checkNamed(preflight.CheckCalicoVersion)).Should(And(HaveField("Result", v1alpha1.CheckWarn),
+		Eventually(on.Check(preflight.CheckCalicoVersion)).Should(And(HaveField("Result", v1alpha1.CheckWarn),
 			HaveField("Message", ContainSubstring("(acknowledged)"))))
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePaused))
 	})
 
 	DescribeTable("reports each check with the fix",
 		func(objects func() []client.Object, acknowledge []v1alpha1.Acknowledgement, name string, result v1alpha1.CheckResult, message string,
 			mutate ...func(*v1alpha1.WindowsReadiness)) {
 			for _, obj := range objects() {
-				Expect(createOrReplace(obj)).To(Succeed())
+				Expect(on.CreateOrReplace(obj)).To(Succeed())
 				DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
 			}
 			// Paused: the preflight runs, the migration does not.
-			createWR(func(wr *v1alpha1.WindowsReadiness) {
+			on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 				wr.Spec.Paused = true
 				wr.Spec.Preflight.Acknowledge = acknowledge
 				for _, m := range mutate {
 					m(wr)
 				}
 			})
-			Eventually(checkNamed(name)).Should(And(HaveField("Result", result), HaveField("Message", ContainSubstring(message))))
+			Eventually(on.Check(name)).Should(And(HaveField("Result", result), HaveField("Message", ContainSubstring(message))))
 			if result == v1alpha1.CheckFail {
-				Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
-				Expect(getWR().Status.Originals).To(BeNil(), "a failed preflight changes nothing")
+				Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+				Expect(on.WR().Status.Originals).To(BeNil(), "a failed preflight changes nothing")
 			} else {
-				Eventually(phaseOf).Should(Equal(v1alpha1.PhasePaused))
+				Eventually(on.Phase).Should(Equal(v1alpha1.PhasePaused))
 			}
 		},
 		Entry("a BGPPeer fails", func() []client.Object {

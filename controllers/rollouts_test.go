@@ -22,7 +22,7 @@ var _ = Describe("calico-node rollouts the migration forces", func() {
 	AfterEach(func() { resetCluster(op) })
 
 	maxUnavailable := func() *intstr.IntOrString {
-		return installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable
+		return on.Installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable
 	}
 	stats := func() calicosim.RolloutStats { return sim.Rollouts(calico.SystemNamespace, calico.NodeDaemonSet) }
 
@@ -30,16 +30,16 @@ var _ = Describe("calico-node rollouts the migration forces", func() {
 		seed(calicosim.MainClusterOf(8))
 		sim.ResetRolloutStats()
 		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		Expect(stats()).To(And(HaveField("Rollouts", 1), HaveField("MostUnavailable", 2)), "one rollout, two nodes at a time")
 		Expect(maxUnavailable()).To(HaveValue(Equal(intstr.FromInt32(1))), "the Tigera operator's default, put back")
-		Expect(getWR().Status.Originals.NodeMaxUnavailable).To(HaveValue(Equal(v1alpha1.OriginalValue{Present: true, Value: "1"})))
+		Expect(on.WR().Status.Originals.NodeMaxUnavailable).To(HaveValue(Equal(v1alpha1.OriginalValue{Present: true, Value: "1"})))
 
 		By("rolling back as fast, and putting the value back again")
 		sim.ResetRolloutStats()
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack))
 		Expect(stats()).To(And(HaveField("Rollouts", 1), HaveField("MostUnavailable", 2)))
 		Expect(maxUnavailable()).To(HaveValue(Equal(intstr.FromInt32(1))))
 	})
@@ -47,13 +47,13 @@ var _ = Describe("calico-node rollouts the migration forces", func() {
 	It("shows the faster rollout and the value put back in a dry run's plan", func() {
 		seed(calicosim.MainClusterOf(8))
 		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) {
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.DryRun = true
 			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromString("25%"))
 		})
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhasePlanned))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePlanned))
 		var speed []v1alpha1.PlannedChange
-		for _, c := range getWR().Status.Plan {
+		for _, c := range on.WR().Status.Plan {
 			if c.Field == "spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable" {
 				speed = append(speed, c)
 			}
@@ -66,29 +66,29 @@ var _ = Describe("calico-node rollouts the migration forces", func() {
 	It("refuses a count above a quarter of the nodes before BGP is turned off, and goes on once it is lowered", func() {
 		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
-		Eventually(condition(conditions.Stalled)).Should(And(HaveField("Status", metav1.ConditionTrue),
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
+		Eventually(on.Condition(conditions.Stalled)).Should(And(HaveField("Status", metav1.ConditionTrue),
 			HaveField("Reason", conditions.ReasonMaxUnavailableTooHigh),
 			HaveField("Message", ContainSubstring("spec.rollout.maxUnavailable 2 is more than a quarter of the 3 nodes calico-node runs on: at most 1"))))
-		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)), "nothing that rolls calico-node was changed")
+		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)), "nothing that rolls calico-node was changed")
 
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(1)) })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(1)) })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 	})
 
 	It("leaves a maxUnavailable someone else set during the migration", func() {
 		seed(calicosim.MainClusterOf(8))
 		sim.HoldRollouts()
 		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
 		Eventually(maxUnavailable).Should(HaveValue(Equal(intstr.FromInt32(2))))
 
-		inst := installation()
+		inst := on.Installation()
 		patch := client.MergeFrom(inst.DeepCopy())
 		inst.Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(3))
 		Expect(k8s.Patch(ctx, inst, patch, client.FieldOwner("platform-team"))).To(Succeed())
 		sim.ReleaseRollouts()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		Expect(maxUnavailable()).To(HaveValue(Equal(intstr.FromInt32(3))))
 	})
 })

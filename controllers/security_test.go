@@ -718,9 +718,9 @@ var _ = Describe("winready with least privilege", func() {
 		asSA := rest.CopyConfig(cfg)
 		asManagerConfig(asSA)
 		op = startOperatorWith(operatorOptions{restCfg: asSA})
-		createWR()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		probe := getWR().Status.Preflight.Probe
+		on.CreateWR()
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
+		probe := on.WR().Status.Preflight.Probe
 		Expect(probe.Nodes).To(BeEquivalentTo(3))
 		Expect(probe.MissingReports).To(BeZero(), "each agent's report was admitted")
 		Expect(probe.PassedPairs).To(BeEquivalentTo(6))
@@ -729,10 +729,10 @@ var _ = Describe("winready with least privilege", func() {
 		mu.Unlock()
 
 		By("rolling back under the same identity, within the fields winready owns")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseRolledBack))
-		Expect(servicesEndpoint()).To(BeNil(), "the ConfigMap winready created is deleted again")
-		Expect(ipamConfig().Spec.StrictAffinity).To(BeFalse())
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack))
+		Expect(on.ServicesEndpoint()).To(BeNil(), "the ConfigMap winready created is deleted again")
+		Expect(on.IPAMConfig().Spec.StrictAffinity).To(BeFalse())
 	})
 })
 

@@ -53,28 +53,28 @@ var _ = Describe("A stolen manager token", func() {
 		hold := `{"metadata":{"annotations":{"` + calico.IgnoreAnnotation + `":"true"}}}`
 		release := `{"metadata":{"annotations":{"` + calico.IgnoreAnnotation + `":null}}}`
 		By("a dry run, a paused migration and a finished rollback ask for no change")
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
 		Eventually(func() error { return managerPatch(ds, types.MergePatchType, hold) }).
 			Should(MatchError(ContainSubstring("winready-manager-calico-node-hold")), "the hold policy reads the spec")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun, wr.Spec.Paused = false, true })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun, wr.Spec.Paused = false, true })
 		Eventually(func() error { return managerPatch(ds, types.MergePatchType, hold) }).
 			Should(MatchError(ContainSubstring("winready-manager-calico-node-hold")), "paused")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Paused, wr.Spec.Direction = false, v1alpha1.DirectionRollback
 		})
-		wr := getWR()
+		wr := on.WR()
 		wr.Status.Phase = v1alpha1.PhaseRolledBack
 		Expect(k8s.Status().Update(ctx, wr)).To(Succeed())
 		Eventually(func() error { return managerPatch(ds, types.MergePatchType, hold) }).
 			Should(MatchError(ContainSubstring("winready-manager-calico-node-hold")), "a finished rollback")
 
 		By("a migration asks for the hold; its removal is always admitted")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionMigrate })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionMigrate })
 		Eventually(func() error { return managerPatch(ds, types.MergePatchType, hold) }).Should(Succeed())
 		held := ds.DeepCopy()
 		Expect(k8s.Patch(ctx, held, client.RawPatch(types.MergePatchType, []byte(hold)))).To(Succeed())
 		Expect(managerPatch(held, types.MergePatchType, release)).To(Succeed())
-		deleteWR()
+		on.DeleteWR()
 		Expect(managerPatch(held, types.MergePatchType, release)).To(Succeed(), "a hold left by a deleted WindowsReadiness")
 	})
 
@@ -86,12 +86,12 @@ var _ = Describe("A stolen manager token", func() {
 		speed := func(v string) string {
 			return `[{"op":"replace","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":` + v + `}]`
 		}
-		createWR()
+		on.CreateWR()
 		Eventually(func() error { return managerPatch(inst, types.JSONPatchType, speed(`"100%"`)) }).
 			Should(MatchError(ContainSubstring("winready-manager-installation-spec")), "no spec asks for a speed")
 		Expect(k8s.Patch(ctx, inst, client.RawPatch(types.JSONPatchType, []byte(speed(`"100%"`))), client.DryRunAll)).To(Succeed())
 
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromString("10%")) })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromString("10%")) })
 		Eventually(func() error { return managerPatch(inst, types.JSONPatchType, speed(`"10%"`)) }).Should(Succeed())
 		Expect(managerPatch(inst, types.JSONPatchType, speed(`"100%"`))).
 			To(MatchError(ContainSubstring("winready-manager-installation-spec")), "a speed the spec does not ask for")
@@ -100,10 +100,10 @@ var _ = Describe("A stolen manager token", func() {
 		Expect(k8s.Patch(ctx, inst, client.RawPatch(types.JSONPatchType, []byte(speed(`"10%"`))))).To(Succeed())
 		Expect(managerPatch(inst, types.JSONPatchType, speed(`1`))).To(Succeed(), "back from the spec's speed")
 		Expect(k8s.Patch(ctx, inst, client.RawPatch(types.JSONPatchType, []byte(speed(`1`))))).To(Succeed())
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 		Eventually(func() error { return managerPatch(inst, types.JSONPatchType, speed(`"10%"`)) }).
 			Should(Succeed(), "a rollback rolls out at the spec's speed too")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionMigrate })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionMigrate })
 
 		refused := map[string]string{
 			"the update type":              `[{"op":"replace","path":"/spec/nodeUpdateStrategy/type","value":"OnDelete"}]`,
@@ -117,7 +117,7 @@ var _ = Describe("A stolen manager token", func() {
 		for what, patch := range refused {
 			Expect(managerPatch(inst, types.JSONPatchType, patch)).To(MatchError(ContainSubstring("winready-manager-installation'")), what)
 		}
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.ServiceCIDRs = []v1alpha1.IPv4CIDR{"10.96.0.0/12"} })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.ServiceCIDRs = []v1alpha1.IPv4CIDR{"10.96.0.0/12"} })
 		Eventually(func() error {
 			return managerPatch(inst, types.JSONPatchType, `[{"op":"add","path":"/spec/serviceCIDRs","value":["10.100.0.0/16"]}]`)
 		}).Should(MatchError(ContainSubstring("winready-manager-installation-spec")), "serviceCIDRs other than the spec's")
@@ -144,10 +144,10 @@ var _ = Describe("A stolen manager token", func() {
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, good))).To(Succeed()) })
 		Expect(managerPatch(good, types.MergePatchType, `{"data":{"originals.json":"{\"bgp\":{}}"}}`)).
 			To(HaveOccurred(), "never rewritten")
-		createWR()
+		on.CreateWR()
 		Eventually(func() error { return asManager().Delete(ctx, good, client.DryRunAll) }).
 			Should(MatchError(ContainSubstring("winready-manager-record")), "not during a migration")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 		Eventually(func() error { return asManager().Delete(ctx, good, client.DryRunAll) }).Should(Succeed(), "as a rollback ends")
 	})
 

@@ -28,6 +28,7 @@ import (
 	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/internal/securemetrics"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit/look"
 )
 
 func TestControllers(t *testing.T) {
@@ -47,9 +48,8 @@ var (
 	cfg     *rest.Config
 	scheme  *runtime.Scheme
 	k8s     client.Client // uncached: assertions never go through a cache
-	// apiClient is k8s as the suite made it: the inline specs swap k8s for
-	// their mirror while they run.
-	apiClient client.Client
+	// on reads and writes winready's objects with k8s (test/kit/look).
+	on        look.Cluster
 	sim       *calicosim.Simulator
 	agents    *calicosim.ProbeAgents
 	simCancel func()
@@ -87,7 +87,7 @@ var _ = BeforeSuite(func() {
 	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	apiClient = k8s
+	on = look.On(ctx, k8s)
 
 	// The simulator plays the Tigera operator and the DaemonSet controller,
 	// in a manager of its own, for the whole suite.
@@ -133,7 +133,7 @@ func startSimulator() {
 }
 
 // stopSimulator stops the background simulator and waits until it has
-// returned: the specs driven inline step a simulator of their own.
+// returned.
 func stopSimulator() {
 	if simCancel != nil {
 		simCancel()

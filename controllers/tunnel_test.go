@@ -11,6 +11,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit/look"
 )
 
 var _ = Describe("Turning BGP off only once every node has a VXLAN tunnel address", func() {
@@ -28,19 +29,19 @@ var _ = Describe("Turning BGP off only once every node has a VXLAN tunnel addres
 		Expect(cl.Nodes[1].Name).To(Equal("linux-1"))
 		seed(cl)
 		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.PhaseTimeout = &metav1.Duration{Duration: time.Minute} })
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.PhaseTimeout = &metav1.Duration{Duration: time.Minute} })
 
-		Eventually(func() string { return stepOf(v1alpha1.StepBGP)().Message }).Should(And(
+		Eventually(func() string { return on.Step(v1alpha1.StepBGP)().Message }).Should(And(
 			ContainSubstring("VXLAN tunnel address"), ContainSubstring("1 have none: linux-1.")))
-		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)), "BIRD still runs")
+		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)), "BIRD still runs")
 
 		op.clock.Step(2 * time.Minute)
 		poke("test/poke", "tunnel")
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonStepTimeout))
-		Expect(getWR().Status.Message).To(And(ContainSubstring("step 3/6 (BGP)"), ContainSubstring("linux-1")))
-		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)))
+		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonStepTimeout))
+		Expect(on.WR().Status.Message).To(And(ContainSubstring("step 3/6 (BGP)"), ContainSubstring("linux-1")))
+		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)))
 
 		sim.ReleaseTunnels()
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 	})
 })

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/onsi/gomega"
 	operatorv1 "github.com/tigera/operator/api/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -37,6 +38,7 @@ import (
 	"github.com/winready/winready/internal/plugin"
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit/look"
 )
 
 // runPlanCmd runs "winready plan args" through dispatch, as main does, and
@@ -421,13 +423,10 @@ func ignoreForbidden(err error) error {
 	return err
 }
 
+// installation reads the Installation with test/kit/look, failing t.
 func installation(t *testing.T, ctx context.Context, c client.Client) *operatorv1.Installation {
 	t.Helper()
-	inst := &operatorv1.Installation{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "default"}, inst); err != nil {
-		t.Fatal(err)
-	}
-	return inst
+	return look.With(gomega.NewWithT(t), ctx, c).Installation()
 }
 
 // rowOf is the fields of the first line of out that holds word as a field.

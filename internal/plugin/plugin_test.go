@@ -21,8 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/onsi/gomega"
+
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit/look"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the output")
@@ -173,13 +176,10 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
+// getWR reads the WindowsReadiness with test/kit/look, failing t.
 func getWR(t *testing.T) *v1alpha1.WindowsReadiness {
 	t.Helper()
-	wr := &v1alpha1.WindowsReadiness{}
-	if err := k8s.Get(context.Background(), client.ObjectKey{Name: v1alpha1.Name}, wr); err != nil {
-		t.Fatal(err)
-	}
-	return wr
+	return look.With(gomega.NewWithT(t), context.Background(), k8s).WR()
 }
 
 func TestStatusShowsTheTree(t *testing.T) {

@@ -49,10 +49,10 @@ func leaveAsFound() {
 	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
 	if k8s.Get(ctx, client.ObjectKeyFromObject(wr), wr) == nil {
 		// The manager writes the status meanwhile: retried on conflict.
-		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Direction, wr.Spec.Paused = v1alpha1.DirectionRollback, false
 		})
-		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
 	}
 	deleteWR()
 	Expect(calicoBackend.Clean(ctx, k8s)).To(Succeed())
@@ -67,7 +67,7 @@ func deleteWR() {
 
 func checkOf(name string) func() v1alpha1.PreflightCheck {
 	return func() v1alpha1.PreflightCheck {
-		if pf := getWR().Status.Preflight; pf != nil {
+		if pf := on.WR().Status.Preflight; pf != nil {
 			for _, c := range pf.Checks {
 				if c.Name == name {
 					return c
@@ -81,7 +81,7 @@ func checkOf(name string) func() v1alpha1.PreflightCheck {
 // setPools makes the Installation's pools exactly pools.
 func setPools(pools []operatorv1.IPPool) {
 	Eventually(func() error {
-		inst := installation()
+		inst := on.Installation()
 		inst.Spec.CalicoNetwork.IPPools = pools
 		return k8s.Update(ctx, inst)
 	}).Should(Succeed())

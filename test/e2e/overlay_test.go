@@ -26,7 +26,7 @@ var _ = Describe("An overlay Installation written after Ready", Ordered, func() 
 	})
 
 	stalled := func() string {
-		for _, c := range getWR().Status.Conditions {
+		for _, c := range on.WR().Status.Conditions {
 			if c.Type == conditions.Stalled && c.Status == metav1.ConditionTrue && c.Reason == conditions.ReasonConflictingManager {
 				return c.Message
 			}
@@ -36,8 +36,8 @@ var _ = Describe("An overlay Installation written after Ready", Ordered, func() 
 
 	It("is named when the Tigera operator runs calico-node with BIRD again because of it, and the migration is Ready again once it is gone", func() {
 		createPausedWR()
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
-		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady), why)
 
 		gitops := client.WithFieldOwner(k8s, "platform-gitops")
 		Expect(gitops.Create(ctx, overlay)).To(Succeed())
@@ -48,10 +48,10 @@ var _ = Describe("An overlay Installation written after Ready", Ordered, func() 
 		Eventually(stalled).Should(And(
 			ContainSubstring(`Installation overlay (field manager "platform-gitops") sets spec.calicoNetwork.bgp: Enabled`),
 			ContainSubstring(`kubectl patch installation overlay --type merge -p '{"spec":{"calicoNetwork":{"bgp":null}}}'`)), why)
-		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)), "default holds winready's value")
+		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)), "default holds winready's value")
 
 		Expect(k8s.Delete(ctx, overlay)).To(Succeed())
-		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady), why)
 		Eventually(func() string { return daemonSetEnv(calico.NodeDaemonSet, calico.NetworkingBackendEnv) }).
 			Should(Equal(calico.BackendVXLAN), why)
 	})

@@ -64,14 +64,8 @@ type touched struct {
 	ServicesEndpoint map[string]string
 }
 
-func installation() *operatorv1.Installation {
-	inst := &operatorv1.Installation{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Name: calico.InstallationName}, inst)).To(Succeed())
-	return inst
-}
-
 func touchedFields() touched {
-	inst := installation()
+	inst := on.Installation()
 	t := touched{BGP: inst.Spec.CalicoNetwork.BGP, WindowsDataplane: inst.Spec.CalicoNetwork.WindowsDataplane,
 		WindowsNodes: inst.Spec.WindowsNodes != nil, ServiceCIDRs: inst.Spec.ServiceCIDRs}
 	for _, p := range inst.Spec.CalicoNetwork.IPPools {
@@ -87,14 +81,6 @@ func touchedFields() touched {
 	}
 	return t
 }
-
-func getWR() *v1alpha1.WindowsReadiness {
-	wr := &v1alpha1.WindowsReadiness{}
-	Expect(k8s.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr)).To(Succeed())
-	return wr
-}
-
-func phase() v1alpha1.Phase { return getWR().Status.Phase }
 
 // why says what winready and Calico report, for a failed wait.
 func why() string {
@@ -119,14 +105,6 @@ func why() string {
 		}
 	}
 	return msg
-}
-
-func updateWR(mutate func(*v1alpha1.WindowsReadiness)) {
-	Eventually(func() error {
-		wr := getWR()
-		mutate(wr)
-		return k8s.Update(ctx, wr)
-	}).Should(Succeed())
 }
 
 func windowsNode() *corev1.Node {
@@ -216,7 +194,7 @@ func atRest() error {
 	if err != nil {
 		return err
 	}
-	if gen := installation().Generation; h.ObservedGeneration < gen {
+	if gen := on.Installation().Generation; h.ObservedGeneration < gen {
 		return errorf("TigeraStatus calico at generation %d, the Installation at %d", h.ObservedGeneration, gen)
 	}
 	ds := &appsv1.DaemonSet{}
@@ -251,7 +229,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		createPausedWR()
 		Eventually(checkOf(preflight.CheckBorrowed)).Should(And(HaveField("Result", v1alpha1.CheckWarn),
 			HaveField("Message", ContainSubstring("on linux-1 (1)"))), why)
-		Eventually(phase).Should(Equal(v1alpha1.PhasePaused), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePaused), why)
 		deleteWR()
 	})
 
@@ -263,14 +241,14 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		createPausedWR()
 		Eventually(checkOf(preflight.CheckForeignPools)).Should(And(HaveField("Result", v1alpha1.CheckFail),
 			HaveField("Message", ContainSubstring("hand-made (172.30.0.0/16, vxlanMode CrossSubnet"))), why)
-		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseStalled), why)
 		Expect(touchedFields()).To(Equal(original))
 		deleteWR()
 	})
 
 	It("refuses a Calico older than the oldest winready is tested with, naming its version, and changes nothing", Label(untestedCalico), func() {
-		Eventually(func() string { return installation().Status.CalicoVersion }).ShouldNot(BeEmpty(), "the Tigera operator reports its Calico")
-		v := installation().Status.CalicoVersion
+		Eventually(func() string { return on.Installation().Status.CalicoVersion }).ShouldNot(BeEmpty(), "the Tigera operator reports its Calico")
+		v := on.Installation().Status.CalicoVersion
 		parsed, err := utilversion.ParseGeneric(v)
 		Expect(err).NotTo(HaveOccurred())
 		if !utilversion.MajorMinor(parsed.Major(), parsed.Minor()).LessThan(preflight.OldestTestedCalico) {
@@ -279,22 +257,22 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		createPausedWR()
 		Eventually(checkOf(preflight.CheckCalicoVersion)).Should(And(HaveField("Result", v1alpha1.CheckFail),
 			HaveField("Message", ContainSubstring("Calico "+v+" is older than winready's oldest tested version"))), why)
-		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseStalled), why)
 		Expect(touchedFields()).To(Equal(original))
 		deleteWR()
 	})
 
 	It("refuses to turn BGP off next to an unencapsulated IPv6 pool in a dual-stack cluster", func() {
 		v6 := operatorv1.IPPool{Name: "default-ipv6-ippool", CIDR: "fd00:10:244::/64"}
-		setPools(append(installation().Spec.CalicoNetwork.IPPools, v6))
-		DeferCleanup(func() { setPools(installation().Spec.CalicoNetwork.IPPools[:1]) })
+		setPools(append(on.Installation().Spec.CalicoNetwork.IPPools, v6))
+		DeferCleanup(func() { setPools(on.Installation().Spec.CalicoNetwork.IPPools[:1]) })
 		Eventually(func() error { return k8s.Get(ctx, client.ObjectKey{Name: v6.Name}, &calicov3.IPPool{}) }).
 			Should(Succeed(), "the Tigera operator writes the IPv6 pool")
 		createPausedWR()
 		Eventually(checkOf(preflight.CheckUnencapsulated)).Should(And(HaveField("Result", v1alpha1.CheckFail),
 			HaveField("Message", ContainSubstring("default-ipv6-ippool (fd00:10:244::/64): Windows is IPv4 only"))), why)
-		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
-		Expect(installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)))
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)))
 		deleteWR()
 	})
 
@@ -310,7 +288,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		createPausedWR()
 		Eventually(checkOf(preflight.CheckKubeDNS)).Should(And(HaveField("Result", v1alpha1.CheckFail),
 			HaveField("Message", ContainSubstring("Service kube-system/kube-dns is missing"))), why)
-		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseStalled), why)
 		Expect(touchedFields()).To(Equal(original))
 		deleteWR()
 	})
@@ -325,7 +303,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		Eventually(checkOf(preflight.CheckOverlay)).Should(And(HaveField("Result", v1alpha1.CheckFail),
 			HaveField("Message", ContainSubstring(`Installation overlay sets spec.calicoNetwork.bgp: Enabled`)),
 			HaveField("Message", ContainSubstring(`kubectl patch installation overlay --type merge -p '{"spec":{"calicoNetwork":{"bgp":null}}}'`))), why)
-		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseStalled), why)
 		Expect(touchedFields()).To(Equal(original))
 		deleteWR()
 	})
@@ -365,7 +343,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		Eventually(checkOf(preflight.CheckAPIServer)).Should(And(HaveField("Result", v1alpha1.CheckFail),
 			HaveField("Message", ContainSubstring("10.0.0.2:6443, 10.0.0.3:6443) and no stable address")),
 			HaveField("Message", ContainSubstring("Set spec.apiServer"))), why)
-		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseStalled), why)
 		Expect(touchedFields()).To(Equal(original))
 		deleteWR()
 	})
@@ -374,7 +352,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 
 	It("keeps Windows nodes out while the cluster is not ready", Label("core"), func() {
 		createPausedWR()
-		Eventually(phase).Should(Equal(v1alpha1.PhasePaused), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePaused), why)
 		Eventually(func() error { return k8s.Create(ctx, windowsNode(), client.DryRunAll) }).
 			Should(MatchError(ContainSubstring("this cluster is not ready for Windows nodes yet (WindowsReadiness default is Paused)")))
 	})
@@ -383,11 +361,11 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		Eventually(atRest).Should(Succeed(), "the earlier specs' changes rendered and rolled out")
 		replaced, pace, start := replacements(), nodeUpdateStrategies(), time.Now()
 		quarter := intstr.FromString("25%")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Paused = false
 			wr.Spec.Rollout.MaxUnavailable = &quarter
 		})
-		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady), why)
 		GinkgoWriter.Printf("migration: Ready after %s\n", time.Since(start).Round(100*time.Millisecond))
 		Eventually(replaced).Should(HaveLen(len(oncePerNode())), "every node's calico-node pod replaced")
 		Consistently(replaced).Should(Equal(oncePerNode()),
@@ -395,10 +373,10 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		GinkgoWriter.Printf("migration: calico-node pods replaced per node %v\n", replaced())
 		By("rolling out at spec.rollout.maxUnavailable, then putting the Installation's value back")
 		Expect(pace()).To(ContainElement(quarter), "calico-node's DaemonSet as the Tigera operator rendered it")
-		Expect(installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
-		Expect(getWR().Status.Originals.NodeMaxUnavailable).To(HaveValue(Equal(v1alpha1.OriginalValue{Present: true, Value: "1"})))
+		Expect(on.Installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
+		Expect(on.WR().Status.Originals.NodeMaxUnavailable).To(HaveValue(Equal(v1alpha1.OriginalValue{Present: true, Value: "1"})))
 
-		inst := installation()
+		inst := on.Installation()
 		for _, p := range inst.Spec.CalicoNetwork.IPPools {
 			Expect(p.Encapsulation).To(Equal(operatorv1.EncapsulationVXLAN), p.Name)
 			pool := &calicov3.IPPool{}
@@ -435,16 +413,16 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 			"winready-manager-calico-node", "an env var of calico-node")
 		refused(ds, `[{"op":"add","path":"/spec/template/spec/volumes/-","value":{"name":"root","hostPath":{"path":"/"}}}]`,
 			"winready-manager-calico-node", "a hostPath volume on calico-node")
-		refused(installation(), `[{"op":"replace","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":"100%"}]`,
+		refused(on.Installation(), `[{"op":"replace","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":"100%"}]`,
 			"winready-manager-installation-spec", "maxUnavailable 100% with no spec asking for it")
 
 		By("the ignore annotation with no migration under way")
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
 		Eventually(func() error {
 			return stolen.Patch(ctx, ds, client.RawPatch(types.MergePatchType,
 				[]byte(`{"metadata":{"annotations":{"`+calico.IgnoreAnnotation+`":"true"}}}`)), client.DryRunAll)
 		}).Should(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'winready-manager-calico-node-hold'")))
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
 
 		By("winready-system: another ConfigMap, and the record deleted mid-migration")
 		other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: manager.Namespace, Name: "attacker"}, Data: map[string]string{"x": "y"}}
@@ -463,13 +441,13 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 	It("rolls back to exactly what was there, replacing each calico-node pod once", Label("core"), func() {
 		Eventually(atRest).Should(Succeed())
 		replaced, start := replacements(), time.Now()
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
 		GinkgoWriter.Printf("rollback: RolledBack after %s\n", time.Since(start).Round(100*time.Millisecond))
 		Eventually(replaced).Should(HaveLen(len(oncePerNode())), "every node's calico-node pod replaced")
 		Consistently(replaced).Should(Equal(oncePerNode()), "each calico-node pod replaced once")
 		GinkgoWriter.Printf("rollback: calico-node pods replaced per node %v\n", replaced())
-		Expect(installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
+		Expect(on.Installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
 		Expect(touchedFields()).To(Equal(original))
 		Expect(daemonSetEnv(calico.NodeDaemonSet, calico.NetworkingBackendEnv)).NotTo(Equal(calico.BackendVXLAN))
 		By("running calico-node with the API server address it had before, which the Tigera operator keeps")
@@ -488,8 +466,8 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		DeferCleanup(reasons.Stop)
 		labeler := contention.StartLabeler(k8s, 100*time.Millisecond)
 		DeferCleanup(labeler.Stop)
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionMigrate })
-		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionMigrate })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady), why)
 		patches, err := labeler.Stop()
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Printf("contention: %d label patches of the Installation during the migration\n", patches)
@@ -498,13 +476,13 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 	})
 
 	It("refuses to roll back while a Windows node exists, and changes nothing", func() {
-		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady), why)
 		Eventually(func() error { return k8s.Create(ctx, windowsNode()) }).Should(Succeed(), "a Ready cluster admits Windows nodes")
 		migrated := touchedFields()
 
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phase).Should(Equal(v1alpha1.PhaseStalled), why)
-		Expect(getWR().Status.Message).To(ContainSubstring("Windows nodes have joined (win-1)"))
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseStalled), why)
+		Expect(on.WR().Status.Message).To(ContainSubstring("Windows nodes have joined (win-1)"))
 		Consistently(touchedFields).Should(Equal(migrated))
 		err := k8s.Delete(ctx, windowsNode())
 		Expect(err == nil || apierrors.IsNotFound(err)).To(BeTrue())

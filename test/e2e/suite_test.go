@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/test/kit/look"
 )
 
 func TestE2E(t *testing.T) {
@@ -39,10 +40,12 @@ func backendName() string {
 }
 
 var (
-	ctx           = context.Background()
-	scheme        *runtime.Scheme
-	cfg           *rest.Config
-	k8s           client.Client
+	ctx    = context.Background()
+	scheme *runtime.Scheme
+	cfg    *rest.Config
+	k8s    client.Client
+	// on reads and writes winready's objects with k8s (test/kit/look).
+	on            look.Cluster
 	calicoBackend backend
 	logDir        string
 	winready      *process
@@ -74,6 +77,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	on = look.On(ctx, k8s)
 	// winready as a platform team installs it: the manifest applied, then
 	// the production binary run as the manifest's Deployment runs it, under
 	// its ServiceAccount. A rule missing from the manifest fails here.

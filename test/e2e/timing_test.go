@@ -134,7 +134,7 @@ func timeBoth(n int) {
 			PodNetworkCheck: v1alpha1.PodNetworkCheckSpec{Disabled: true}}}
 	Expect(k8s.Create(ctx, wr)).To(Succeed())
 	DeferCleanup(leaveAsFound)
-	Eventually(phase).WithTimeout(10*time.Minute).WithPolling(50*time.Millisecond).Should(Equal(v1alpha1.PhaseReady), why)
+	Eventually(on.Phase).WithTimeout(10*time.Minute).WithPolling(50*time.Millisecond).Should(Equal(v1alpha1.PhaseReady), why)
 	winreadyWall := time.Since(start)
 	Eventually(replaced).Should(HaveLen(n), "every node's calico-node pod replaced")
 	Consistently(replaced).Should(Equal(once(cl)), "each calico-node pod replaced once by winready")
@@ -146,8 +146,8 @@ func timeBoth(n int) {
 	replaced = replacements()
 	rollbackMark := auditSize(b)
 	start = time.Now()
-	updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-	Eventually(phase).WithTimeout(10*time.Minute).WithPolling(50*time.Millisecond).Should(Equal(v1alpha1.PhaseRolledBack), why)
+	on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+	Eventually(on.Phase).WithTimeout(10*time.Minute).WithPolling(50*time.Millisecond).Should(Equal(v1alpha1.PhaseRolledBack), why)
 	rollbackWall := time.Since(start)
 	Eventually(replaced).Should(HaveLen(n), "every node's calico-node pod replaced")
 	Consistently(replaced).Should(Equal(once(cl)), "each calico-node pod replaced once by the rollback")
@@ -206,7 +206,7 @@ func calicoNodeEndpoint() [2]string {
 // the Tigera operator restarted, as it keeps the ConfigMap's address in
 // memory until then; it returns once Calico is at rest as before.
 func undoRunbook(b *realBackend, original touched, originalEnv [2]string) {
-	inst := installation()
+	inst := on.Installation()
 	var ops []calico.PatchOp
 	for i, enc := range original.Encapsulation {
 		ops = append(ops, calico.PatchOp{Op: "replace", Path: fmt.Sprintf("/spec/calicoNetwork/ipPools/%d/encapsulation", i), Value: enc})

@@ -85,7 +85,7 @@ var _ = Describe("Upgrading winready in the middle of a migration", Ordered, fun
 		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
 			Spec: v1alpha1.WindowsReadinessSpec{Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: true}}}
 		Expect(k8s.Create(ctx, wr)).To(Succeed())
-		Eventually(func() *operatorv1.BGPOption { return installation().Spec.CalicoNetwork.BGP }).
+		Eventually(func() *operatorv1.BGPOption { return on.Installation().Spec.CalicoNetwork.BGP }).
 			Should(HaveValue(Equal(operatorv1.BGPDisabled)), why)
 		Expect(running.Stop()).To(Succeed())
 	})
@@ -97,13 +97,13 @@ var _ = Describe("Upgrading winready in the middle of a migration", Ordered, fun
 		Expect(err).NotTo(HaveOccurred())
 		// Fields the earlier CRD did not know are set now, as a team would
 		// after the upgrade: no pod runs on kwok nodes for the pod check.
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.PodNetworkCheck.Disabled = skipProbe() })
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.PodNetworkCheck.Disabled = skipProbe() })
 		running, err = runAsInstalled(ctx, k8s, cfg, manager, "winready-upgraded", winreadyBin())
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady), why)
 
-		updateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
 		Expect(touchedFields()).To(Equal(original))
 		By("running calico-node with the API server address it had before, which the earlier record did not hold")
 		Expect(nodeEnv()).To(Equal(originalEnv))

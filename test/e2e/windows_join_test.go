@@ -25,7 +25,7 @@ func windowsBlock() *calicov3.IPAMBlock {
 
 func joinOf(name string) func() v1alpha1.WindowsNodeJoin {
 	return func() v1alpha1.WindowsNodeJoin {
-		for _, j := range getWR().Status.WindowsNodeJoins {
+		for _, j := range on.WR().Status.WindowsNodeJoins {
 			if j.Name == name {
 				return j
 			}
@@ -50,9 +50,9 @@ var _ = Describe("The first Windows node joining a Windows-ready cluster", Order
 				// No pod runs on kwok nodes: the pod network check needs real pods.
 				PodNetworkCheck: v1alpha1.PodNetworkCheckSpec{Disabled: skipProbe()}}}
 		Expect(k8s.Create(ctx, wr)).To(Succeed())
-		Eventually(phase).Should(Equal(v1alpha1.PhaseReady), why)
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady), why)
 		Eventually(func() string {
-			if c := meta.FindStatusCondition(getWR().Status.Conditions, windows.ConditionHealthy); c != nil {
+			if c := meta.FindStatusCondition(on.WR().Status.Conditions, windows.ConditionHealthy); c != nil {
 				return c.Reason
 			}
 			return ""
@@ -66,10 +66,10 @@ var _ = Describe("The first Windows node joining a Windows-ready cluster", Order
 			HaveField("State", v1alpha1.JoinJoined), HaveField("Pod", HavePrefix("calico-node-windows-")),
 			HaveField("PodPhase", "Running"), HaveField("PodReady", true), HaveField("Block", "172.20.8.0/26"),
 			HaveField("NodeReady", true), HaveField("WaitingFor", "")), why)
-		c := meta.FindStatusCondition(getWR().Status.Conditions, windows.ConditionHealthy)
+		c := meta.FindStatusCondition(on.WR().Status.Conditions, windows.ConditionHealthy)
 		Expect(c).NotTo(BeNil())
 		Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		Expect(c.Message).To(ContainSubstring("1 of 1 Windows nodes joined"))
-		Expect(phase()).To(Equal(v1alpha1.PhaseReady))
+		Expect(on.Phase()).To(Equal(v1alpha1.PhaseReady))
 	})
 })

@@ -95,11 +95,7 @@ func windowsReadiness(manifest []byte) (*unstructured.Unstructured, error) {
 
 // Get reads the WindowsReadiness from the API server.
 func (c *Cluster) Get(ctx context.Context) (*v1alpha1.WindowsReadiness, error) {
-	wr := &v1alpha1.WindowsReadiness{}
-	if err := c.client.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr); err != nil {
-		return nil, err
-	}
-	return wr, nil
+	return GetWindowsReadiness(ctx, c.client)
 }
 
 // WaitPhase waits until the WindowsReadiness shows phase for its current

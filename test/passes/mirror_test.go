@@ -1,4 +1,4 @@
-package controllers_test
+package passes_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package controllers_test
+package passes_test
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -17,7 +19,12 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/podcheck"
+	"github.com/winready/winready/internal/probe"
+	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit/look"
 )
 
 // inlineBed drives winready and the simulated Calico by hand, in the spec's
@@ -53,24 +60,24 @@ type inlineBed struct {
 const maxPasses = 500
 
 // driveInline seeds cl and returns a bed whose simulator has brought it to
-// rest. The suite's simulator must be stopped (see inlineSpecs).
+// rest; the spec's clean-up removes what it seeded and what winready made.
 func driveInline(cl calicosim.Cluster) *inlineBed {
 	GinkgoHelper()
 	api, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(clean, api)
 	c := newMirror(api)
 	// The spec's own reads and writes go through the mirror too.
-	k8s = c
+	k8s, on = c, look.On(ctx, c)
 	b := &inlineBed{clock: clocktesting.NewFakeClock(time.Now()), events: &eventLog{}, c: c}
 	// No pacing: what the specs here assert follows from the order of the
 	// writes, which the rollout's and the status's delays do not change.
 	b.calico = calicosim.NewInline(c, b.clock, calicosim.Options{RolloutStep: -1, StatusLag: -1}, probeNamespace)
-	// The suite's helpers (sim.InjectFault, agents.Block, ...) act on this
-	// spec's simulator; the next startSimulator sets them back.
+	// The spec's sim.InjectFault, agents.Block, ... act on this simulator.
 	sim, agents = b.calico.Sim, b.calico.Agents
 	b.r = controllers.NewReconciler(controllers.Deps{Client: c, APIReader: c,
 		Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Recorder: b.events}, scheme,
-		controllers.Options{Namespace: operatorNamespace, ProbeNamespace: probeNamespace, ProbeImage: managerImage, Clock: b.clock})
+		controllers.Options{Namespace: operatorNamespace, ProbeNamespace: probeNamespace, ProbeImage: probeImage, Clock: b.clock})
 	Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
 	b.settle()
 	settled, why, err := calicosim.Settled(ctx, k8s)
@@ -129,7 +136,7 @@ func reconcileUntil[T any](b *inlineBed, actual func() T, matcher types.GomegaMa
 		}
 		if !b.wake() {
 			Expect(actual()).To(matcher, append(description, fmt.Sprintf("nothing wakes winready any more after %d passes; its status: %q",
-				b.passes, getWR().Status.Message))...)
+				b.passes, on.WR().Status.Message))...)
 			return
 		}
 		b.pass()
@@ -150,7 +157,7 @@ func (b *inlineBed) rest(horizon time.Duration) {
 		b.wake()
 		b.pass()
 	}
-	Fail(fmt.Sprintf("winready is still busy after %d passes: %q", maxPasses, getWR().Status.Message))
+	Fail(fmt.Sprintf("winready is still busy after %d passes: %q", maxPasses, on.WR().Status.Message))
 }
 
 // eventLog records winready's Events: "<type> <reason> <note>".
@@ -182,17 +189,16 @@ func (l *eventLog) all() []string {
 	return append([]string(nil), l.lines...)
 }
 
-// inlineSpecs runs body's specs with the suite's simulator stopped: each
-// steps a simulator of its own (driveInline), and the suite's simulator is
-// started again after them.
-func inlineSpecs(text string, body func()) bool {
-	return Describe(text, Ordered, ContinueOnFailure, func() {
-		BeforeAll(stopSimulator)
-		AfterAll(startSimulator)
-		AfterEach(func() {
-			k8s = apiClient
-			resetCluster(nil)
-		})
-		body()
-	})
+// clean removes what a spec seeded and what winready made, past the mirror,
+// so that the next spec starts from an empty cluster.
+func clean(api client.Client) {
+	GinkgoHelper()
+	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
+	Expect(client.IgnoreNotFound(api.Delete(ctx, wr))).To(Succeed())
+	Expect(client.IgnoreNotFound(api.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: operatorNamespace, Name: record.Name}}))).To(Succeed())
+	Expect(api.DeleteAllOf(ctx, &corev1.Node{}, client.MatchingLabels{calico.OSLabel: calico.OSWindows})).To(Succeed())
+	Expect((&probe.Engine{Kind: probe.RoundKind, Client: api, Namespace: probeNamespace}).Cleanup(ctx)).To(Succeed())
+	Expect((&podcheck.Engine{Kind: podcheck.RoundKind, Client: api, Namespace: probeNamespace}).Cleanup(ctx)).To(Succeed())
+	Expect(calicosim.Clean(ctx, api)).To(Succeed())
 }

@@ -1,10 +1,11 @@
-package controllers_test
+package passes_test
 
 import (
 	"net"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -22,6 +23,7 @@ import (
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit/look"
 )
 
 // calicoState is every object the migration may change: a refused shape
@@ -34,16 +36,16 @@ type calicoState struct {
 }
 
 func calicoStateNow() calicoState {
-	s := calicoState{Installation: installation().Spec, Pools: map[string]calicov3.IPPoolSpec{}}
+	s := calicoState{Installation: on.Installation().Spec, Pools: map[string]calicov3.IPPoolSpec{}}
 	pools := &calicov3.IPPoolList{}
 	Expect(k8s.List(ctx, pools)).To(Succeed())
 	for _, p := range pools.Items {
 		s.Pools[p.Name] = p.Spec
 	}
-	if cfg := ipamConfig(); cfg != nil {
+	if cfg := on.IPAMConfig(); cfg != nil {
 		s.IPAM = &cfg.Spec
 	}
-	if cm := servicesEndpoint(); cm != nil {
+	if cm := on.ServicesEndpoint(); cm != nil {
 		s.ServicesEndpoint = cm.Data
 	}
 	return s
@@ -52,10 +54,10 @@ func calicoStateNow() calicoState {
 // refusedBeforeAnyChange runs winready on the seeded cluster, without the node
 // rounds, and expects the preflight check name to fail with every message,
 // the migration Stalled and Calico's objects as they were.
-func refusedBeforeAnyChange(name string, messages ...string) *operator {
+func refusedBeforeAnyChange(b *inlineBed, name string, messages ...string) {
+	GinkgoHelper()
 	before := calicoStateNow()
-	op := startOperator(nil, nil)
-	createWR(func(wr *v1alpha1.WindowsReadiness) {
+	on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 		wr.Spec.Preflight.SkipNetworkProbe = true
 		wr.Spec.PodNetworkCheck.Disabled = true
 	})
@@ -63,58 +65,39 @@ func refusedBeforeAnyChange(name string, messages ...string) *operator {
 	for _, m := range messages {
 		matchers = append(matchers, HaveField("Message", ContainSubstring(m)))
 	}
-	Eventually(checkNamed(name)).Should(And(matchers...))
-	Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+	reconcileUntil(b, on.Check(name), And(matchers...))
+	reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+	b.rest(time.Hour)
 	Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
-	return op
-}
-
-// checkNamed returns the preflight check of that name, or an empty one.
-func checkNamed(name string) func() v1alpha1.PreflightCheck {
-	return func() v1alpha1.PreflightCheck {
-		if pf := getWR().Status.Preflight; pf != nil {
-			for _, c := range pf.Checks {
-				if c.Name == name {
-					return c
-				}
-			}
-		}
-		return v1alpha1.PreflightCheck{}
-	}
 }
 
 var _ = Describe("Cluster shapes the Tigera operator would refuse after a change", func() {
-	var op *operator
-
-	AfterEach(func() {
-		resetCluster(op)
-		op = nil
-	})
+	var b *inlineBed
 
 	DescribeTable("are refused before the first change, naming the object and the fix",
 		func(cluster func() calicosim.Cluster, objects func() []client.Object, mutate func(*v1alpha1.WindowsReadiness),
 			name string, result v1alpha1.CheckResult, message string) {
-			seed(cluster())
+			b = driveInline(cluster())
 			for _, obj := range objects() {
-				Expect(createOrReplace(obj)).To(Succeed())
+				Expect(on.CreateOrReplace(obj)).To(Succeed())
 				DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
 			}
 			before := calicoStateNow()
-			op = startOperator(nil, nil)
-			createWR(func(wr *v1alpha1.WindowsReadiness) {
+			on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 				wr.Spec.Preflight.SkipNetworkProbe = true
 				wr.Spec.PodNetworkCheck.Disabled = true
 				if mutate != nil {
 					mutate(wr)
 				}
 			})
-			Eventually(checkNamed(name)).Should(And(HaveField("Result", result), HaveField("Message", ContainSubstring(message))))
+			reconcileUntil(b, on.Check(name), And(HaveField("Result", result), HaveField("Message", ContainSubstring(message))))
 			if result != v1alpha1.CheckFail {
 				return
 			}
-			Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
-			Expect(getWR().Status.Message).To(ContainSubstring(message))
-			Expect(getWR().Status.Originals).To(BeNil(), "a failed preflight records nothing")
+			reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+			b.rest(time.Hour)
+			Expect(on.WR().Status.Message).To(ContainSubstring(message))
+			Expect(on.WR().Status.Originals).To(BeNil(), "a failed preflight records nothing")
 			Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
 		},
 		Entry("no kube-dns Service", func() calicosim.Cluster {
@@ -193,41 +176,40 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 	)
 
 	It("refuses the VPP dataplane, whose bgp the Tigera operator never lets go", func() {
-		seed(calicosim.MainCluster())
-		inst := installation()
+		b = driveInline(calicosim.MainCluster())
+		inst := on.Installation()
 		base := inst.DeepCopy()
 		vpp := operatorv1.LinuxDataplaneVPP
 		inst.Spec.CalicoNetwork.LinuxDataplane = &vpp
 		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
-		op = refusedBeforeAnyChange(preflight.CheckDataplane, "linuxDataplane is VPP")
+		refusedBeforeAnyChange(b, preflight.CheckDataplane, "linuxDataplane is VPP")
 	})
 
 	It("refuses host-local IPAM, with which the Tigera operator rejects VXLAN pools", func() {
-		seed(calicosim.MainCluster())
-		inst := installation()
+		b = driveInline(calicosim.MainCluster())
+		inst := on.Installation()
 		base := inst.DeepCopy()
 		inst.Spec.CNI.IPAM = &operatorv1.IPAMSpec{Type: operatorv1.IPAMPluginHostLocal}
 		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
-		op = refusedBeforeAnyChange(preflight.CheckCNI, "spec.cni.ipam.type is HostLocal")
+		refusedBeforeAnyChange(b, preflight.CheckCNI, "spec.cni.ipam.type is HostLocal")
 	})
 
 	It("refuses an API server address that fails the TLS check against the cluster CA, and goes on with one that passes", func() {
-		seed(calicosim.MainCluster())
+		b = driveInline(calicosim.MainCluster())
 		rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "kube-root-ca.crt"},
 			Data: map[string]string{"ca.crt": string(cfg.CAData)}}
 		Expect(k8s.Create(ctx, rootCA)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, rootCA))).To(Succeed()) })
 		before := calicoStateNow()
-		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) {
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Preflight.SkipNetworkProbe = true
 			wr.Spec.PodNetworkCheck.Disabled = true
 		})
 		By("refusing kubeadm's controlPlaneEndpoint, which no API server of this cluster answers")
-		Eventually(condition(conditions.Stalled)).Should(haveStatus(metav1.ConditionTrue, conditions.ReasonAPIServerUnproven))
-		Expect(getWR().Status.Message).To(And(ContainSubstring("the API server address 10.0.0.10:6443 (serviceCIDRs from ServiceCIDR objects; "+
+		reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonAPIServerUnproven))
+		Expect(on.WR().Status.Message).To(And(ContainSubstring("the API server address 10.0.0.10:6443 (serviceCIDRs from ServiceCIDR objects; "+
 			"API server from kubeadm-config controlPlaneEndpoint) failed the TLS check against the cluster CA"), ContainSubstring("set spec.apiServer")))
-		Expect(getWR().Status.Originals).To(BeNil())
+		Expect(on.WR().Status.Originals).To(BeNil())
 		Expect(calicoStateNow()).To(Equal(before), "nothing is written before the address is proven")
 
 		By("going on with this cluster's API server, whose certificate the cluster CA signs")
@@ -237,74 +219,72 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 		Expect(err).NotTo(HaveOccurred())
 		portNumber, err := strconv.Atoi(port)
 		Expect(err).NotTo(HaveOccurred())
-		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: host, Port: int32(portNumber)}
 		})
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady))
-		Expect(condition(conditions.DirectAPIServerAddress)().Message).To(ContainSubstring("its TLS certificate is verified against the cluster CA"))
-		Expect(servicesEndpoint().Data).To(HaveKeyWithValue(calico.ServiceHostKey, host))
+		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
+		Expect(on.Condition(conditions.DirectAPIServerAddress)().Message).To(ContainSubstring("its TLS certificate is verified against the cluster CA"))
+		Expect(on.ServicesEndpoint().Data).To(HaveKeyWithValue(calico.ServiceHostKey, host))
 	})
 
 	It("refuses an Installation rendered by Helm until a person acknowledges it, then goes on", func() {
-		seed(calicosim.MainCluster())
-		inst := installation()
+		b = driveInline(calicosim.MainCluster())
+		inst := on.Installation()
 		base := inst.DeepCopy()
 		inst.Annotations = map[string]string{"meta.helm.sh/release-name": "calico", "meta.helm.sh/release-namespace": "tigera-operator"}
 		inst.Labels = map[string]string{"app.kubernetes.io/managed-by": "Helm"}
 		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
-		op = refusedBeforeAnyChange(preflight.CheckHelm, "Installation default is rendered by calico (annotation meta.helm.sh/release-name=calico, "+
+		refusedBeforeAnyChange(b, preflight.CheckHelm, "Installation default is rendered by calico (annotation meta.helm.sh/release-name=calico, "+
 			"label app.kubernetes.io/managed-by=Helm)", "installation:\n  calicoNetwork:\n    bgp: Disabled")
 
-		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Preflight.Acknowledge = []v1alpha1.Acknowledgement{v1alpha1.AcknowledgeHelmManagedInstallation}
 		})
-		Eventually(checkNamed(preflight.CheckHelm)).Should(HaveField("Result", v1alpha1.CheckWarn))
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady), "acknowledged, the migration goes on")
+		reconcileUntil(b, on.Check(preflight.CheckHelm), HaveField("Result", v1alpha1.CheckWarn))
+		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady), "acknowledged, the migration goes on")
 	})
 
 	It("says the Tigera operator's own reason while a step waits on it", func() {
-		seed(calicosim.MainCluster())
-		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) {
+		b = driveInline(calicosim.MainCluster())
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Preflight.SkipNetworkProbe = true
 			wr.Spec.PodNetworkCheck.Disabled = true
 			wr.Spec.RequireApproval = true
 		})
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseAwaitingApproval))
+		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
 		By("losing the DNS Service after the preflight passed")
 		Expect(k8s.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"}})).To(Succeed())
-		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepEncapsulation, v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}
 		})
-		Eventually(func() string { return condition(conditions.Reconciling)().Message }).Should(And(
+		reconcileUntil(b, func() string { return on.Condition(conditions.Reconciling)().Message }, And(
 			ContainSubstring("(WindowsDataplane): waiting for"),
 			ContainSubstring("the Tigera operator reports TigeraStatus calico-windows Degraded: kube-dns service not found")),
 			"the wait carries calico-windows' Degraded message")
-		Expect(getWR().Status.Message).To(ContainSubstring("kube-dns service not found"))
+		Expect(on.WR().Status.Message).To(ContainSubstring("kube-dns service not found"))
 	})
 
 	It("names an overlay written after the preflight while a step waits for what it overrides", func() {
-		seed(calicosim.MainCluster())
-		op = startOperator(nil, nil)
-		createWR(func(wr *v1alpha1.WindowsReadiness) {
+		b = driveInline(calicosim.MainCluster())
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Preflight.SkipNetworkProbe = true
 			wr.Spec.PodNetworkCheck.Disabled = true
 			wr.Spec.RequireApproval = true
 		})
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseAwaitingApproval))
+		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
 		bgp := operatorv1.BGPEnabled
 		overlay := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: "overlay"},
 			Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: &bgp}}}
 		Expect(k8s.Create(ctx, overlay)).To(Succeed())
-		updateWR(func(wr *v1alpha1.WindowsReadiness) {
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepEncapsulation, v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}
 		})
-		Eventually(func() string { return condition(conditions.Reconciling)().Message }).Should(And(
+		reconcileUntil(b, func() string { return on.Condition(conditions.Reconciling)().Message }, And(
 			ContainSubstring("(BGP): waiting for"),
 			ContainSubstring("Installation overlay sets spec.calicoNetwork.bgp: Enabled, which wins over Installation default; remove it from the overlay")))
 
 		Expect(k8s.Delete(ctx, overlay)).To(Succeed())
-		Eventually(phaseOf).Should(Equal(v1alpha1.PhaseReady), "without the overlay the operator renders default's bgp")
+		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady), "without the overlay the operator renders default's bgp")
 	})
 })
 

@@ -1,0 +1,111 @@
+package kit
+
+import (
+	"context"
+	"time"
+
+	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+)
+
+// The reads and writes below take any client, for suites that run their own
+// control plane: the same helpers serve the kit's Cluster (Client()), the
+// test/kit/look layer for Gomega, and winready's own suites.
+
+// GetWindowsReadiness reads the WindowsReadiness "default".
+func GetWindowsReadiness(ctx context.Context, c client.Reader) (*v1alpha1.WindowsReadiness, error) {
+	wr := &v1alpha1.WindowsReadiness{}
+	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, wr); err != nil {
+		return nil, err
+	}
+	return wr, nil
+}
+
+// UpdateWindowsReadiness changes the WindowsReadiness "default" with mutate,
+// reading it again and retrying when another writer (winready's status)
+// got there first.
+func UpdateWindowsReadiness(ctx context.Context, c client.Client, mutate func(*v1alpha1.WindowsReadiness)) error {
+	return retry.RetryOnConflict(updateBackoff, func() error {
+		wr, err := GetWindowsReadiness(ctx, c)
+		if err != nil {
+			return err
+		}
+		mutate(wr)
+		return c.Update(ctx, wr)
+	})
+}
+
+// updateBackoff spaces the tries of an update that lost to another writer:
+// winready writes its status after each pass, several times a second while
+// a migration moves.
+var updateBackoff = wait.Backoff{Steps: 20, Duration: 10 * time.Millisecond, Factor: 2, Cap: time.Second, Jitter: 0.1}
+
+// GetInstallation reads the Installation "default".
+func GetInstallation(ctx context.Context, c client.Reader) (*operatorv1.Installation, error) {
+	inst := &operatorv1.Installation{}
+	if err := c.Get(ctx, client.ObjectKey{Name: calico.InstallationName}, inst); err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// GetIPAMConfig reads the IPAMConfiguration "default"; nil when there is none.
+func GetIPAMConfig(ctx context.Context, c client.Reader) (*calicov3.IPAMConfiguration, error) {
+	cfg := &calicov3.IPAMConfiguration{}
+	err := c.Get(ctx, client.ObjectKey{Name: calico.IPAMConfigName}, cfg)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return cfg, err
+}
+
+// GetServicesEndpoint reads the kubernetes-services-endpoint ConfigMap of
+// tigera-operator; nil when there is none.
+func GetServicesEndpoint(ctx context.Context, c client.Reader) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: calico.OperatorNamespace, Name: calico.ServicesEndpointConfigMap}, cm)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return cm, err
+}
+
+// Condition is a condition of the status, or an empty one.
+func Condition(wr *v1alpha1.WindowsReadiness, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(wr.Status.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// Step is a step of the status, or an empty one.
+func Step(wr *v1alpha1.WindowsReadiness, name v1alpha1.StepName) v1alpha1.StepStatus {
+	for _, s := range wr.Status.Steps {
+		if s.Name == name {
+			return s
+		}
+	}
+	return v1alpha1.StepStatus{}
+}
+
+// Check is a preflight check of the status, or an empty one.
+func Check(wr *v1alpha1.WindowsReadiness, name string) v1alpha1.PreflightCheck {
+	if pf := wr.Status.Preflight; pf != nil {
+		for _, c := range pf.Checks {
+			if c.Name == name {
+				return c
+			}
+		}
+	}
+	return v1alpha1.PreflightCheck{}
+}

@@ -1,0 +1,89 @@
+// Package passes_test holds the pass-by-pass tier: what a pass of winready
+// decides, given the cluster. Each spec seeds a cluster on this package's own
+// control plane, then steps the simulated Calico and winready's reconciler
+// by hand on a fake clock (bed_test.go): no manager, no watch, no workqueue
+// and no wall-clock wait, so a spec proves the same thing on a loaded machine
+// as on an idle one. What needs the manager (watches and predicates, timing,
+// RBAC and admission, restarts, the audit log, races with the operator) is
+// the controllers suite's.
+package passes_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit/look"
+)
+
+func TestPasses(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "winready pass by pass")
+}
+
+// The namespaces winready records its originals in and runs its probe
+// rounds in, and the image it gives the probe's pods (never run here).
+const (
+	operatorNamespace = "winready-system"
+	probeNamespace    = "winready-probe"
+	probeImage        = "winready:test"
+)
+
+var (
+	ctx     = context.Background()
+	testEnv *envtest.Environment
+	cfg     *rest.Config
+	scheme  *runtime.Scheme
+
+	// The current spec's bed (driveInline): its client, simulator and
+	// probe agents, and the reads of look over its client.
+	k8s    client.Client
+	sim    *calicosim.Simulator
+	agents *calicosim.ProbeAgents
+	on     look.Cluster
+)
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// Nothing here waits on wall-clock time but the control plane's start and
+	// a spec's clean-up.
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(20 * time.Millisecond)
+	testEnv = &envtest.Environment{
+		CRDDirectoryPaths: []string{
+			filepath.Join("..", "..", "config", "crd", "bases"),
+			filepath.Join("..", "..", "bin", "crds", "operator"),
+			filepath.Join("..", "..", "bin", "crds", "calico"),
+		},
+		ErrorIfCRDPathMissing: true,
+	}
+	var err error
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(testEnv.Stop)
+	scheme, err = controllers.NewScheme()
+	Expect(err).NotTo(HaveOccurred())
+	api, err := client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	for _, ns := range []string{operatorNamespace, probeNamespace} {
+		err := api.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		if !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+	}
+})
