@@ -19,22 +19,10 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/conditions"
-	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 	"github.com/winready/winready/test/kit/look"
 )
-
-// originalsRecord is the durable record of the originals; nil when absent.
-func originalsRecord() *corev1.ConfigMap {
-	cm := &corev1.ConfigMap{}
-	err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: record.Name}, cm)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	Expect(err).NotTo(HaveOccurred())
-	return cm
-}
 
 var _ = Describe("Keeping the originals", func() {
 	var (

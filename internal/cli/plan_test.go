@@ -426,7 +426,7 @@ func ignoreForbidden(err error) error {
 // installation reads the Installation with test/kit/look, failing t.
 func installation(t *testing.T, ctx context.Context, c client.Client) *operatorv1.Installation {
 	t.Helper()
-	return look.With(gomega.NewWithT(t), ctx, c).Installation()
+	return look.With(ctx, gomega.NewWithT(t), c).Installation()
 }
 
 // rowOf is the fields of the first line of out that holds word as a field.

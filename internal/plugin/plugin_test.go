@@ -179,7 +179,7 @@ func golden(t *testing.T, name, got string) {
 // getWR reads the WindowsReadiness with test/kit/look, failing t.
 func getWR(t *testing.T) *v1alpha1.WindowsReadiness {
 	t.Helper()
-	return look.With(gomega.NewWithT(t), context.Background(), k8s).WR()
+	return look.With(context.Background(), gomega.NewWithT(t), k8s).WR()
 }
 
 func TestStatusShowsTheTree(t *testing.T) {

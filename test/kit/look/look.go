@@ -43,11 +43,11 @@ type Cluster struct {
 // On reads and writes with c, failing through Gomega's global fail handler
 // (Ginkgo's); With takes a Gomega of its own (gomega.NewWithT(t)).
 func On(ctx context.Context, c client.Client) Cluster {
-	return With(gomega.Default, ctx, c)
+	return With(ctx, gomega.Default, c)
 }
 
 // With is On with g as the Gomega that fails.
-func With(g gomega.Gomega, ctx context.Context, c client.Client) Cluster {
+func With(ctx context.Context, g gomega.Gomega, c client.Client) Cluster {
 	return Cluster{g: g, ctx: ctx, client: c}
 }
 
