@@ -82,7 +82,7 @@ TEST_P ?= 2
 # between processes.
 GINKGO := go tool -modfile=$(CURDIR)/hack/tools/go.mod ginkgo
 CONTROLLERS_PROCS ?= 3
-PASSES_PROCS ?= 2
+PASSES_PROCS ?= 1
 # How many of make test's parts run at once: the controllers suite beside a
 # stream of the others.
 TEST_JOBS ?= 3
