@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,18 +29,6 @@ func poke(key, value string) {
 	}
 	wr.Annotations[key] = value
 	Expect(k8s.Patch(ctx, wr, client.MergeFrom(base))).To(Succeed())
-}
-
-// serviceCIDRsOfCluster is what the API server itself says the service
-// network is: the ServiceCIDR objects.
-func serviceCIDRsOfCluster() []string {
-	list := &networkingv1.ServiceCIDRList{}
-	Expect(k8s.List(ctx, list)).To(Succeed())
-	var cidrs []string
-	for _, sc := range list.Items {
-		cidrs = append(cidrs, sc.Spec.CIDRs...)
-	}
-	return cidrs
 }
 
 func mustParse(s string) time.Duration {

@@ -53,7 +53,7 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		Expect(inst.Spec.CalicoNetwork.IPPools[0].Encapsulation).To(Equal(operatorv1.EncapsulationVXLAN))
 		Expect(inst.Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)))
 		Expect(inst.Spec.CalicoNetwork.WindowsDataplane).To(HaveValue(Equal(operatorv1.WindowsDataplaneHNS)))
-		Expect(inst.Spec.ServiceCIDRs).To(Equal(serviceCIDRsOfCluster()))
+		Expect(inst.Spec.ServiceCIDRs).To(Equal(on.ServiceCIDRs()))
 		Expect(on.IPPool(inst.Spec.CalicoNetwork.IPPools[0].Name).Spec.VXLANMode).To(BeEquivalentTo("Always"))
 		Expect(on.IPAMConfig().Spec.StrictAffinity).To(BeTrue())
 		Expect(on.ServicesEndpoint().Data).To(Equal(map[string]string{

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	networkingv1 "k8s.io/api/networking/v1"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/tigera/operator/api/v1"
@@ -166,7 +164,7 @@ var _ = Describe("Migrating clusters of every starting point", func() {
 			"BGP Installation default spec.calicoNetwork.bgp: Enabled -> Disabled",
 			"ServicesEndpoint ConfigMap tigera-operator/kubernetes-services-endpoint data.KUBERNETES_SERVICE_HOST: <absent> -> 10.0.0.10",
 			"ServicesEndpoint ConfigMap tigera-operator/kubernetes-services-endpoint data.KUBERNETES_SERVICE_PORT: <absent> -> 6443",
-			"ServiceCIDRs Installation default spec.serviceCIDRs: <absent> -> [" + strings.Join(serviceCIDRsOfCluster(), ", ") + "]",
+			"ServiceCIDRs Installation default spec.serviceCIDRs: <absent> -> [" + strings.Join(on.ServiceCIDRs(), ", ") + "]",
 			"WindowsDataplane Installation default spec.calicoNetwork.windowsDataplane: Disabled -> HNS",
 		}))
 		Expect(on.WR().Status.Originals).To(BeNil())
@@ -182,15 +180,3 @@ var _ = Describe("Migrating clusters of every starting point", func() {
 		Expect(b.r.Writes.Snapshot()).To(HaveKey("DaemonSet "+probeNamespace+" create"), "the probe and pod checks ran once it was no dry run")
 	})
 })
-
-// serviceCIDRsOfCluster is what the API server itself says the service
-// network is: the ServiceCIDR objects.
-func serviceCIDRsOfCluster() []string {
-	list := &networkingv1.ServiceCIDRList{}
-	Expect(k8s.List(ctx, list)).To(Succeed())
-	var cidrs []string
-	for _, sc := range list.Items {
-		cidrs = append(cidrs, sc.Spec.CIDRs...)
-	}
-	return cidrs
-}

@@ -131,32 +131,8 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 			return cl
 		}, noObjects, nil, preflight.CheckOverlay, v1alpha1.CheckFail,
 			`kubectl patch installation overlay --type merge -p '{"spec":{"calicoNetwork":{"ipPools":null}}}'`),
-		Entry("several API server endpoints and no stable address", func() calicosim.Cluster {
-			cl := calicosim.MainCluster()
-			cl.KubeadmConfig = nil
-			return cl
-		}, func() []client.Object {
-			return []client.Object{&discoveryv1.EndpointSlice{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes-members",
-					Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
-				AddressType: discoveryv1.AddressTypeIPv4,
-				Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To[int32](6443)}},
-				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.2"}}, {Addresses: []string{"10.0.0.3"}}},
-			}}
-		}, nil, preflight.CheckAPIServer, v1alpha1.CheckFail, "10.0.0.2:6443, 10.0.0.3:6443) and no stable address"),
-		Entry("several API server endpoints with spec.apiServer pass", func() calicosim.Cluster {
-			cl := calicosim.MainCluster()
-			cl.KubeadmConfig = nil
-			return cl
-		}, func() []client.Object {
-			return []client.Object{&discoveryv1.EndpointSlice{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes-members",
-					Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
-				AddressType: discoveryv1.AddressTypeIPv4,
-				Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To[int32](6443)}},
-				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.2"}}, {Addresses: []string{"10.0.0.3"}}},
-			}}
-		}, func(wr *v1alpha1.WindowsReadiness) {
+		Entry("several API server endpoints and no stable address", withoutKubeadmConfig, twoAPIServers, nil, preflight.CheckAPIServer, v1alpha1.CheckFail, "10.0.0.2:6443, 10.0.0.3:6443) and no stable address"),
+		Entry("several API server endpoints with spec.apiServer pass", withoutKubeadmConfig, twoAPIServers, func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: "10.0.0.10", Port: 6443}
 		}, preflight.CheckAPIServer, v1alpha1.CheckPass, "calico-node will use spec.apiServer 10.0.0.10:6443"),
 		Entry("a pool whose blocks are all held, two Linux nodes without room", smallPool, fullPoolBlocks, nil,
@@ -289,6 +265,26 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 })
 
 func noObjects() []client.Object { return nil }
+
+// withoutKubeadmConfig is the main cluster without kubeadm's record of a
+// stable API server address.
+func withoutKubeadmConfig() calicosim.Cluster {
+	cl := calicosim.MainCluster()
+	cl.KubeadmConfig = nil
+	return cl
+}
+
+// twoAPIServers is the kubernetes Service's EndpointSlice of a cluster with
+// two API servers.
+func twoAPIServers() []client.Object {
+	return []client.Object{&discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes-members",
+			Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To[int32](6443)}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.2"}}, {Addresses: []string{"10.0.0.3"}}},
+	}}
+}
 
 // smallPool is the main cluster with a /24 pool: four /26 blocks.
 func smallPool() calicosim.Cluster {

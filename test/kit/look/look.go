@@ -21,6 +21,7 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -133,6 +134,18 @@ func (c Cluster) IPPool(name string) *calicov3.IPPool {
 	pool := &calicov3.IPPool{}
 	c.g.ExpectWithOffset(1, c.client.Get(c.ctx, client.ObjectKey{Name: name}, pool)).To(gomega.Succeed())
 	return pool
+}
+
+// ServiceCIDRs is what the API server itself says the service network is:
+// the CIDRs of the ServiceCIDR objects.
+func (c Cluster) ServiceCIDRs() []string {
+	list := &networkingv1.ServiceCIDRList{}
+	c.g.ExpectWithOffset(1, c.client.List(c.ctx, list)).To(gomega.Succeed())
+	var cidrs []string
+	for _, sc := range list.Items {
+		cidrs = append(cidrs, sc.Spec.CIDRs...)
+	}
+	return cidrs
 }
 
 // HaveStatus matches a condition of that status and reason.
