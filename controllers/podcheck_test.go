@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,38 +82,46 @@ func newCheckBedOf(t testing.TB, nodes []string, spec v1alpha1.PodNetworkCheckSp
 }
 
 // writeCount counts the writes made through a client, and keeps the size of
-// the largest object written.
-type writeCount struct{ largest *int }
+// the largest object written. A round writes its plan's chunks from several
+// goroutines at once: the counts are taken under a lock.
+type writeCount struct {
+	mu      sync.Mutex
+	largest *int
+}
 
-func (w writeCount) size(obj client.Object) {
-	if out, err := json.Marshal(obj); err == nil && w.largest != nil {
+// add counts one write into n, and obj's size when it is written whole.
+func (w *writeCount) add(n *int, obj client.Object) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	*n++
+	if obj == nil || w.largest == nil {
+		return
+	}
+	if out, err := json.Marshal(obj); err == nil {
 		*w.largest = max(*w.largest, len(out))
 	}
 }
 
-func (w writeCount) count(n *int) interceptor.Funcs {
+func (w *writeCount) count(n *int) interceptor.Funcs {
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			*n++
-			w.size(obj)
+			w.add(n, obj)
 			return c.Create(ctx, obj, opts...)
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			*n++
-			w.size(obj)
+			w.add(n, obj)
 			return c.Update(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			*n++
+			w.add(n, nil)
 			return c.Delete(ctx, obj, opts...)
 		},
 		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
-			*n++
+			w.add(n, nil)
 			return c.DeleteAllOf(ctx, obj, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			*n++
-			w.size(obj)
+			w.add(n, obj)
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	}
