@@ -221,13 +221,7 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 	})
 
 	It("says the Tigera operator's own reason while a step waits on it", func() {
-		b = driveInline(calicosim.MainCluster())
-		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
-			wr.Spec.Preflight.SkipNetworkProbe = true
-			wr.Spec.PodNetworkCheck.Disabled = true
-			wr.Spec.RequireApproval = true
-		})
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
+		b = awaitingApproval()
 		By("losing the DNS Service after the preflight passed")
 		Expect(k8s.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"}})).To(Succeed())
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
@@ -241,13 +235,7 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 	})
 
 	It("names an overlay written after the preflight while a step waits for what it overrides", func() {
-		b = driveInline(calicosim.MainCluster())
-		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
-			wr.Spec.Preflight.SkipNetworkProbe = true
-			wr.Spec.PodNetworkCheck.Disabled = true
-			wr.Spec.RequireApproval = true
-		})
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
+		b = awaitingApproval()
 		bgp := operatorv1.BGPEnabled
 		overlay := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: "overlay"},
 			Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: &bgp}}}
@@ -265,6 +253,20 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 })
 
 func noObjects() []client.Object { return nil }
+
+// awaitingApproval drives the main cluster, without the node rounds, to the
+// first disruptive step's wait for approval: the preflight has passed.
+func awaitingApproval() *inlineBed {
+	GinkgoHelper()
+	b := driveInline(calicosim.MainCluster())
+	on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
+		wr.Spec.Preflight.SkipNetworkProbe = true
+		wr.Spec.PodNetworkCheck.Disabled = true
+		wr.Spec.RequireApproval = true
+	})
+	reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
+	return b
+}
 
 // withoutKubeadmConfig is the main cluster without kubeadm's record of a
 // stable API server address.
