@@ -174,7 +174,6 @@ func (r probeRound) collect(ctx context.Context, s *scope, st *v1alpha1.ProbeSta
 		return failed(err)
 	}
 	if probeFailing(&result) {
-		o.Message = "preflight failed, nothing was changed: " + probeMessage(&result, res.Failed)
 		return o.lookAgain(r.opts.PreflightRetry)
 	}
 	s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbePassed, "Preflight", "UDP 4789 passed on all %d probed pairs", result.PassedPairs)
@@ -183,11 +182,11 @@ func (r probeRound) collect(ctx context.Context, s *scope, st *v1alpha1.ProbeSta
 
 // failedRound stops the migration on a round that did not pass.
 func (r probeRound) failedRound(s *scope, st *v1alpha1.ProbeStatus) Outcome {
-	return probeFailed(s, "preflight failed, nothing was changed: "+probeMessage(st, nil))
+	return probeFailed(s, "preflight failed, nothing was changed: "+probeMessage(st))
 }
 
 // probeMessage names the failing pairs and the silent nodes, and the fix.
-func probeMessage(st *v1alpha1.ProbeStatus, failures map[string]string) string {
+func probeMessage(st *v1alpha1.ProbeStatus) string {
 	var parts []string
 	if st.FailingPairs > 0 {
 		pairs := make([]string, 0, len(st.FirstFailing))
@@ -202,10 +201,14 @@ func probeMessage(st *v1alpha1.ProbeStatus, failures map[string]string) string {
 			st.FailingPairs, st.PlannedPairs, strings.Join(pairs, ", "), more))
 	}
 	if st.MissingReports > 0 {
+		why := make(map[string]string, len(st.MissingReasons))
+		for _, m := range st.MissingReasons {
+			why[m.Node] = m.Reason
+		}
 		detail := make([]string, 0, len(st.FirstMissing))
 		for _, n := range st.FirstMissing {
-			if why := failures[n]; why != "" {
-				n += " (" + why + ")"
+			if why[n] != "" {
+				n += " (" + why[n] + ")"
 			}
 			detail = append(detail, n)
 		}

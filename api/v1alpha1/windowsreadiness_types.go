@@ -608,6 +608,22 @@ type ProbeStatus struct {
 	// +listType=atomic
 	// +optional
 	FirstMissing []string `json:"firstMissing,omitempty"`
+	// MissingReasons says, for the nodes of FirstMissing whose agent said
+	// why it could not probe (it came up too late, say), what it said: the
+	// reports are gone once the round is summed up here.
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=map
+	// +listMapKey=node
+	// +optional
+	MissingReasons []MissingReason `json:"missingReasons,omitempty"`
+}
+
+// MissingReason is why a node's agent did not probe, in its own words.
+type MissingReason struct {
+	// +kubebuilder:validation:MaxLength=253
+	Node string `json:"node"`
+	// +kubebuilder:validation:MaxLength=512
+	Reason string `json:"reason"`
 }
 
 // PodCheckVerdict is what a pair's pod network checks say.

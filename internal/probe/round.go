@@ -103,7 +103,8 @@ func RunRound(ctx context.Context, a round.Agent[Params, Result]) error {
 // the receiving node reported the sender's probe (or, for an extra target,
 // when the sender got its echo). An agent that did not report sent nothing
 // that counts: it is missing, and its peers' receipts of it are not failing
-// pairs. Lists in the result are bounded.
+// pairs, and what it said of why it could not probe is kept. Lists in the
+// result are bounded.
 func Judge(res round.Results[Params, Result]) v1alpha1.ProbeStatus {
 	byAddr := make(map[netip.Addr]string, len(res.Plans))
 	for _, p := range res.Plans {
@@ -148,5 +149,10 @@ func Judge(res round.Results[Params, Result]) v1alpha1.ProbeStatus {
 	}
 	st.FailingPairs, st.FirstFailing = int32(failing.Count), failing.First
 	st.MissingReports, st.FirstMissing = int32(missing.Count), missing.First
+	for _, node := range st.FirstMissing {
+		if why := res.Failed[node]; why != "" {
+			st.MissingReasons = append(st.MissingReasons, v1alpha1.MissingReason{Node: node, Reason: why})
+		}
+	}
 	return st
 }

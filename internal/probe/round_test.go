@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,6 +75,24 @@ func TestJudge(t *testing.T) {
 				t.Fatalf("passed %d + failing %d != planned %d", st.PassedPairs, st.FailingPairs, st.PlannedPairs)
 			}
 		})
+	}
+}
+
+// TestJudgeKeepsWhyAnAgentDidNotProbe: the reports are deleted once the
+// round is summed up, so what an agent said of why it could not probe is
+// kept in the status, for its node only.
+func TestJudgeKeepsWhyAnAgentDidNotProbe(t *testing.T) {
+	res := results(4, nil)
+	delete(res.Reports, "node-0001")
+	delete(res.Reports, "node-0003")
+	res.Failed["node-0003"] = "the agent came up 1m0s after its round began"
+	st := Judge(res)
+	if st.MissingReports != 2 {
+		t.Fatalf("missing %d, want 2", st.MissingReports)
+	}
+	want := []v1alpha1.MissingReason{{Node: "node-0003", Reason: "the agent came up 1m0s after its round began"}}
+	if !slices.Equal(st.MissingReasons, want) {
+		t.Fatalf("missing reasons %+v, want %+v", st.MissingReasons, want)
 	}
 }
 

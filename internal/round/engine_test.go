@@ -327,6 +327,21 @@ func TestTruncate(t *testing.T) {
 	}
 }
 
+// TestAReportsErrorIsBoundedAsRead: an agent writes its report itself, so
+// an error longer than a report may hold is cut as it is read, and fits the
+// status's MissingReasons.
+func TestAReportsErrorIsBoundedAsRead(t *testing.T) {
+	k := Kind{Component: "probe"}
+	cm, err := ReportObject(k, "ns", Report[params]{Round: "r", Node: "node-0", Stage: Done, Error: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[ErrorKey] = strings.Repeat("x", 5000)
+	if got := DecodeReport[params](cm).Error; len(got) > maxError || !strings.HasSuffix(got, " ...") {
+		t.Errorf("an error of 5000 bytes read as %d bytes", len(got))
+	}
+}
+
 // TestARoundOf5000NodesWith253CharacterNamesFits: each agent's plan and
 // report is about a kilobyte, whatever the cluster's size.
 func TestARoundOf5000NodesWith253CharacterNamesFits(t *testing.T) {

@@ -68,5 +68,7 @@ func DecodeReport[R any](cm *corev1.ConfigMap) Report[R] {
 			r.Error = "unreadable report: " + err.Error()
 		}
 	}
+	// An agent writes its report itself: its error is bounded here too.
+	r.Error = Truncate(r.Error, maxError)
 	return r
 }

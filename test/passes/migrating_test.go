@@ -98,6 +98,22 @@ var _ = Describe("Migrating clusters of every starting point", func() {
 		Expect(look.CalicoWrites(b.r.Writes.Snapshot())).To(BeEmpty(), "winready wrote nothing to Calico")
 	})
 
+	It("keeps why an agent could not probe in the status on every pass after its round, its report gone", func() {
+		b := driveInline(calicosim.MainCluster())
+		agents.Late("linux-2", time.Minute)
+		on.CreateWR()
+		const why = "1 nodes did not report (linux-2 (the agent came up 1m0s after its round began"
+
+		reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
+		Expect(on.WR().Status.Message).To(ContainSubstring(why), "as the round is summed up")
+		passes := b.passes
+		b.rest(time.Minute) // within the preflight's retry: no new round
+		Expect(b.passes).To(BeNumerically(">", passes), "the round's clean-up wakes a pass")
+		Expect(on.WR().Status.Message).To(ContainSubstring(why), "on the passes after")
+		Expect(on.Condition(conditions.PreflightPassed)().Message).To(ContainSubstring(why))
+		Expect(on.WR().Status.Preflight.Probe.MissingReasons).To(ConsistOf(HaveField("Node", "linux-2")))
+	})
+
 	It("skips the network probe when the spec says so, and records the warning", func() {
 		b := driveInline(calicosim.MainCluster())
 		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
