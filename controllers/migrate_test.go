@@ -168,7 +168,7 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
 		}).Should(BeEmpty())
 	})
 
-	It("finishes with the same end state, applying nothing twice, when the manager restarts at every point", func() {
+	It("finishes with the same end state, applying nothing twice, when the manager restarts at every point", long, func() {
 		seed(calicosim.MainCluster())
 		Expect(on.IPAMConfig().Spec.StrictAffinity).To(BeFalse())
 		baseline, unsureBase := auditedWrites()

@@ -70,7 +70,7 @@ var _ = Describe("A status that can always be written", func() {
 		resetCluster(op)
 	})
 
-	It("refuses a rollback naming 50 Windows nodes with 63-character names within the status limits", func() {
+	It("refuses a rollback naming 50 Windows nodes with 63-character names within the status limits", long, func() {
 		on.CreateWR()
 		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 		for i := range 50 {
@@ -95,7 +95,7 @@ var _ = Describe("Transient API errors", func() {
 
 	AfterEach(func() { resetCluster(op) })
 
-	It("are retried until a migration and a rollback reach the same end state, each change applied once", func() {
+	It("are retried until a migration and a rollback reach the same end state, each change applied once", longest, func() {
 		seed(calicosim.MainCluster())
 		original := on.Touched()
 		baseline := appliedWrites()

@@ -67,6 +67,15 @@ func crdPaths(calicoAPI bool) []string {
 	return paths
 }
 
+// long and longest start the specs of ten seconds and more (the longest a
+// minute: every pass of it may fail) before the others, so that the suite's
+// processes end together rather than one running such a spec alone at the
+// end while the others wait: Ginkgo hands out higher priorities first.
+var (
+	long    = SpecPriority(1)
+	longest = SpecPriority(2)
+)
+
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	// Rollouts of three simulated nodes take well under a second; the
