@@ -97,7 +97,7 @@ func (c *PodChecks) Reset() {
 // SetupWithManager registers the pods on mgr: the check DaemonSet and its
 // plans wake them.
 func (c *PodChecks) SetupWithManager(mgr ctrl.Manager) error {
-	c.client, c.reader = mgr.GetClient(), mgr.GetAPIReader()
+	c.client, c.reader = mgr.GetClient(), newCachedReader(mgr)
 	ds := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetNamespace() == c.Namespace && o.GetName() == podcheck.Name
 	}))

@@ -93,7 +93,7 @@ func (a *ProbeAgents) WriteAs(writer func(node string) client.Client) {
 
 // SetupWithManager registers the agents on mgr.
 func (a *ProbeAgents) SetupWithManager(mgr ctrl.Manager) error {
-	a.client, a.reader = mgr.GetClient(), mgr.GetAPIReader()
+	a.client, a.reader = mgr.GetClient(), newCachedReader(mgr)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("calicosim-probe-agents").
 		WithOptions(controllerOptions()).

@@ -38,6 +38,9 @@ func NewResourceQuotas(namespace string) *ResourceQuotas {
 // SetupWithManager registers the controller on mgr: the quotas and the
 // objects they count wake it.
 func (q *ResourceQuotas) SetupWithManager(mgr ctrl.Manager) error {
+	// Counted past the cache: the API server's quota admission adds each
+	// create to status.used before the new object reaches a cache, and a
+	// count from the cache would take it back until the object arrives.
 	q.client, q.reader = mgr.GetClient(), mgr.GetAPIReader()
 	quotas := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if o.GetNamespace() != q.Namespace {
@@ -61,11 +64,12 @@ func (q *ResourceQuotas) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	if err := q.reader.List(ctx, list, client.InNamespace(q.Namespace)); err != nil {
 		return ctrl.Result{}, err
 	}
+	var services *corev1.ServiceList // listed once for the three kinds of service count
 	for i := range list.Items {
 		rq := &list.Items[i]
 		used := corev1.ResourceList{}
 		for name := range rq.Spec.Hard {
-			n, err := q.count(ctx, name)
+			n, err := q.count(ctx, name, &services)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
@@ -86,7 +90,7 @@ func (q *ResourceQuotas) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 }
 
 // count is the usage of one quota resource in the namespace.
-func (q *ResourceQuotas) count(ctx context.Context, name corev1.ResourceName) (int64, error) {
+func (q *ResourceQuotas) count(ctx context.Context, name corev1.ResourceName, services **corev1.ServiceList) (int64, error) {
 	in := client.InNamespace(q.Namespace)
 	switch name {
 	case "count/daemonsets.apps":
@@ -98,12 +102,15 @@ func (q *ResourceQuotas) count(ctx context.Context, name corev1.ResourceName) (i
 		err := q.reader.List(ctx, l, in)
 		return int64(len(l.Items)), err
 	case corev1.ResourceServices, corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers, "count/services":
-		l := &corev1.ServiceList{}
-		if err := q.reader.List(ctx, l, in); err != nil {
-			return 0, err
+		if *services == nil {
+			l := &corev1.ServiceList{}
+			if err := q.reader.List(ctx, l, in); err != nil {
+				return 0, err
+			}
+			*services = l
 		}
 		var n int64
-		for _, s := range l.Items {
+		for _, s := range (*services).Items {
 			switch name {
 			case corev1.ResourceServicesLoadBalancers:
 				if s.Spec.Type == corev1.ServiceTypeLoadBalancer {

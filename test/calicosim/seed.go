@@ -215,8 +215,16 @@ func seedInstallation(ctx context.Context, c client.Client, cl Cluster, spec, de
 	if err := create(ctx, c, inst); err != nil {
 		return err
 	}
-	inst.Status = operatorv1.InstallationStatus{Variant: operatorv1.Calico, CalicoVersion: calicoVersion, Computed: defaulted}
-	if err := c.Status().Update(ctx, inst); err != nil {
+	// A running simulator may default the new Installation at the same
+	// time: write the status again on the latest version until one sticks.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(inst), inst); err != nil {
+			return err
+		}
+		inst.Status = operatorv1.InstallationStatus{Variant: operatorv1.Calico, CalicoVersion: calicoVersion, Computed: defaulted}
+		return c.Status().Update(ctx, inst)
+	})
+	if err != nil {
 		return fmt.Errorf("writing Installation status: %w", err)
 	}
 	if cl.Overlay != nil {

@@ -4,8 +4,8 @@
 // enough that code tested against it can run unchanged against the real operator, and no further.
 //
 // Everything is built from controller-runtime reconcilers with watches; waits are RequeueAfter, never sleeps.
-// Reads go to the API server (the manager's APIReader), not to the cache, so that the simulator never acts on a
-// stale object; the cache only drives the watches.
+// Reads go through the manager's cache, as the operator's do: a read may lag a write, and every write that depends on
+// one is an update checked against its resourceVersion (a conflict requeues) or a patch of the fields it sets.
 package calicosim
 
 import (
@@ -67,7 +67,7 @@ type Simulator struct {
 
 	// Set by SetupWithManager.
 	client client.Client // writes
-	reader client.Reader // uncached reads
+	reader client.Reader // reads through the cache
 
 	mu        sync.Mutex
 	fault     string
@@ -135,7 +135,7 @@ func New(opts Options) *Simulator {
 // controller. Give the simulator a manager of its own, separate from the one of the code under test.
 func (s *Simulator) SetupWithManager(mgr ctrl.Manager) error {
 	s.client = mgr.GetClient()
-	s.reader = mgr.GetAPIReader()
+	s.reader = newCachedReader(mgr)
 	for _, setup := range []func(ctrl.Manager) error{
 		(&coreController{sim: s, status: newStatusManager(StatusCalico)}).setup,
 		(&poolController{sim: s, status: newStatusManager(StatusIPPools), apiserver: newStatusManager(StatusAPIServer)}).setup,
