@@ -62,6 +62,9 @@ type Input struct {
 	// resolve kubernetes.default or reach the Service ClusterIP, and did
 	// before; Missing the nodes whose pods did not report.
 	DNSFailing, ServiceFailing, Missing []string
+	// Why holds, by node, what a missing node's pod said when it gave up
+	// before its checks.
+	Why map[string]string
 	// Rerun is how a person runs the check again, for the message.
 	Rerun string
 }
@@ -177,7 +180,7 @@ func message(in Input, d Diagnosis, byVerdict map[Verdict][]Pair) string {
 	}
 	if len(in.Missing) > 0 {
 		parts = append(parts, fmt.Sprintf("no report from the check pods on %s: look at the %s pods there (a pod that cannot start has no pod network)",
-			names(in.Missing, len(in.Missing)), Name))
+			namesWithWhy(in.Missing, in.Why), Name))
 	}
 	if len(parts) == 0 {
 		if n := d.Counts[VerdictAsBaseline]; n > 0 {
@@ -248,6 +251,22 @@ func names(listed []string, total int) string {
 		s += fmt.Sprintf(" and %d more", more)
 	}
 	return s
+}
+
+// whyMax bounds each reason quoted in a diagnosis, so that the rerun command
+// at its end always fits.
+const whyMax = 160
+
+// namesWithWhy names nodes as names does, each shown followed by what its pod
+// said, when it said something.
+func namesWithWhy(nodes []string, why map[string]string) string {
+	shown := slices.Clone(nodes[:min(len(nodes), namesMax)])
+	for i, n := range shown {
+		if w := why[n]; w != "" {
+			shown[i] = fmt.Sprintf("%s (%s)", n, round.Truncate(w, whyMax))
+		}
+	}
+	return names(shown, len(nodes))
 }
 
 // SortPairs orders pairs by sender, then receiver.
@@ -334,7 +353,7 @@ func Judge(r *v1alpha1.PodCheckRound, res round.Results[Params, Result], baselin
 	sum := Aggregate(res)
 	in := Input{After: sum.Pairs, PodMTU: sum.PodMTU, Rerun: rerun}
 	missing := append(slices.Clone(r.Missing), sum.Missing...)
-	in.DNSFailing, in.ServiceFailing, in.Missing = sum.DNSFailing, sum.ServiceFailing, missing
+	in.DNSFailing, in.ServiceFailing, in.Missing, in.Why = sum.DNSFailing, sum.ServiceFailing, missing, sum.Errors
 	if baseline != nil {
 		for _, f := range baseline.Failing {
 			in.Baseline = append(in.Baseline, PairOf(f))

@@ -212,6 +212,25 @@ func TestAggregateMapsPodsToNodes(t *testing.T) {
 	}
 }
 
+func TestJudgeSaysWhyACheckPodDidNotReport(t *testing.T) {
+	ip := netip.MustParseAddr
+	res := round.Results[Params, Result]{
+		Plans: []round.Plan[Params]{{Round: "r", Node: "a", Addr: ip("10.0.1.2"), Peers: []netip.Addr{ip("10.0.2.2")}},
+			{Round: "r", Node: "b", Addr: ip("10.0.2.2"), Peers: []netip.Addr{ip("10.0.1.2")}}},
+		Reports: map[string]round.Report[Result]{"a": {Round: "r", Node: "a", Stage: round.Done, Result: Result{MTU: 1450, DNS: Pass,
+			Service: Pass, Peers: []PeerResult{{Peer: ip("10.0.2.2"), ICMP: Pass, TCPSmall: Pass, TCPFull: Pass}}}}},
+		Failed: map[string]string{"b": "the pod came up 1m0s after its round began " + strings.Repeat("x", 600)},
+	}
+	r := &v1alpha1.PodCheckRound{}
+	Judge(r, res, nil, "kubectl annotate wr default winready.io/rerun-podcheck=1")
+	if !strings.Contains(r.Diagnosis, "no report from the check pods on b (the pod came up 1m0s after its round began x") {
+		t.Errorf("the diagnosis does not say why b's pod did not report: %s", r.Diagnosis)
+	}
+	if !strings.HasSuffix(r.Diagnosis, "winready.io/rerun-podcheck=1") {
+		t.Errorf("a long reason pushed the rerun command out of the diagnosis: %s", r.Diagnosis)
+	}
+}
+
 func TestAPairListedInTheStatusReadsBackAsItWasWritten(t *testing.T) {
 	for _, p := range []Pair{
 		{From: "a", To: "b", ICMP: Pass, TCPSmall: Pass, TCPFull: Fail, PathMTU: 1350},
