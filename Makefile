@@ -100,6 +100,12 @@ test test-controllers test-passes test-envtest test-pure test-smoke test-repeat 
 TEST_GOFLAGS ?= -ldflags=-w
 test test-controllers test-passes test-envtest test-pure test-smoke test-repeat kit-example chart-test rules-test gitops-docs-test: \
 	export GOFLAGS += $(TEST_GOFLAGS)
+# They are built without cgo too, as every binary of winready is: the
+# plugin package that kustomize's plugin loader imports would otherwise link
+# each binary that renders config/ through the host's linker, a third slower.
+# The race detector of make test-repeat needs cgo and keeps it.
+test test-controllers test-passes test-envtest test-pure test-smoke kit-example chart-test rules-test gitops-docs-test: \
+	export CGO_ENABLED = 0
 # How many of make test's parts run at once: the controllers suite beside a
 # stream of the others.
 TEST_JOBS ?= 3

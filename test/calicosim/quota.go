@@ -10,15 +10,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // ResourceQuotas plays kube-controller-manager's resource quota controller
 // for the object counts a quota of the probe namespace holds: it writes each
-// quota's status.hard from its spec and status.used from the objects there,
-// whenever one of them changes. The API server's quota admission enforces a
+// quota's status.hard from its spec and status.used from the objects there.
+// The API server's quota admission enforces a
 // quota only once its status is written, and adds each create to
 // status.used itself; this controller releases what is deleted, a moment
 // later, as the real one does.
@@ -35,26 +38,34 @@ func NewResourceQuotas(namespace string) *ResourceQuotas {
 	return &ResourceQuotas{Namespace: namespace}
 }
 
-// SetupWithManager registers the controller on mgr: the quotas and the
-// objects they count wake it.
+// SetupWithManager registers the controller on mgr. As the real one, it
+// counts from its informers (the manager's cache) and recounts when a quota
+// is created or its spec.hard changes, and when a counted object is updated
+// or deleted; not on a create, which quota admission has added to
+// status.used already, nor on that status write: a recount then would read
+// a cache the new object may not have reached yet, and take the create back.
 func (q *ResourceQuotas) SetupWithManager(mgr ctrl.Manager) error {
-	// Counted past the cache: the API server's quota admission adds each
-	// create to status.used before the new object reaches a cache, and a
-	// count from the cache would take it back until the object arrives.
-	q.client, q.reader = mgr.GetClient(), mgr.GetAPIReader()
+	q.client, q.reader = mgr.GetClient(), mgr.GetClient()
 	quotas := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		if o.GetNamespace() != q.Namespace {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: q.Namespace}}}
 	})
+	hardChanged := predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !equality.Semantic.DeepEqual(e.ObjectOld.(*corev1.ResourceQuota).Spec.Hard, e.ObjectNew.(*corev1.ResourceQuota).Spec.Hard)
+		},
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+	}
+	released := predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("calicosim-resourcequotas").
 		WithOptions(controllerOptions()).
-		Watches(&corev1.ResourceQuota{}, quotas).
-		Watches(&appsv1.DaemonSet{}, quotas).
-		Watches(&corev1.ConfigMap{}, quotas).
-		Watches(&corev1.Service{}, quotas).
+		Watches(&corev1.ResourceQuota{}, quotas, builder.WithPredicates(hardChanged)).
+		Watches(&appsv1.DaemonSet{}, quotas, builder.WithPredicates(released)).
+		Watches(&corev1.ConfigMap{}, quotas, builder.WithPredicates(released)).
+		Watches(&corev1.Service{}, quotas, builder.WithPredicates(released)).
 		Complete(q)
 }
 
@@ -64,12 +75,12 @@ func (q *ResourceQuotas) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	if err := q.reader.List(ctx, list, client.InNamespace(q.Namespace)); err != nil {
 		return ctrl.Result{}, err
 	}
-	var services *corev1.ServiceList // listed once for the three kinds of service count
+	c := counter{reader: q.reader, namespace: q.Namespace}
 	for i := range list.Items {
 		rq := &list.Items[i]
 		used := corev1.ResourceList{}
 		for name := range rq.Spec.Hard {
-			n, err := q.count(ctx, name, &services)
+			n, err := c.count(ctx, name)
 			if err != nil {
 				return ctrl.Result{}, err
 			}
@@ -89,28 +100,36 @@ func (q *ResourceQuotas) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Re
 	return ctrl.Result{}, nil
 }
 
+// counter counts the objects of a namespace for one recount, listing the
+// Services once for the three kinds of service count.
+type counter struct {
+	reader    client.Reader
+	namespace string
+	services  *corev1.ServiceList
+}
+
 // count is the usage of one quota resource in the namespace.
-func (q *ResourceQuotas) count(ctx context.Context, name corev1.ResourceName, services **corev1.ServiceList) (int64, error) {
-	in := client.InNamespace(q.Namespace)
+func (c *counter) count(ctx context.Context, name corev1.ResourceName) (int64, error) {
+	in := client.InNamespace(c.namespace)
 	switch name {
 	case "count/daemonsets.apps":
 		l := &appsv1.DaemonSetList{}
-		err := q.reader.List(ctx, l, in)
+		err := c.reader.List(ctx, l, in)
 		return int64(len(l.Items)), err
 	case corev1.ResourceConfigMaps, "count/configmaps":
 		l := &corev1.ConfigMapList{}
-		err := q.reader.List(ctx, l, in)
+		err := c.reader.List(ctx, l, in)
 		return int64(len(l.Items)), err
 	case corev1.ResourceServices, corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers, "count/services":
-		if *services == nil {
+		if c.services == nil {
 			l := &corev1.ServiceList{}
-			if err := q.reader.List(ctx, l, in); err != nil {
+			if err := c.reader.List(ctx, l, in); err != nil {
 				return 0, err
 			}
-			*services = l
+			c.services = l
 		}
 		var n int64
-		for _, s := range (*services).Items {
+		for _, s := range c.services.Items {
 			switch name {
 			case corev1.ResourceServicesLoadBalancers:
 				if s.Spec.Type == corev1.ServiceTypeLoadBalancer {
