@@ -21,10 +21,9 @@ import (
 // ResourceQuotas plays kube-controller-manager's resource quota controller
 // for the object counts a quota of the probe namespace holds: it writes each
 // quota's status.hard from its spec and status.used from the objects there.
-// The API server's quota admission enforces a
-// quota only once its status is written, and adds each create to
-// status.used itself; this controller releases what is deleted, a moment
-// later, as the real one does.
+// The API server's quota admission enforces a quota only once its status is
+// written, and adds each create to status.used itself; this controller
+// releases what is deleted, a moment later, as the real one does.
 type ResourceQuotas struct {
 	// Namespace is the namespace whose quotas are kept.
 	Namespace string
