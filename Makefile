@@ -83,28 +83,31 @@ TEST_P ?= 2
 GINKGO := go tool -modfile=$(CURDIR)/hack/tools/go.mod ginkgo
 CONTROLLERS_PROCS ?= 3
 PASSES_PROCS ?= 2
+# The targets that run tests (make test-repeat aside) share the settings below.
+TEST_TARGETS := test test-controllers test-passes test-envtest test-pure test-smoke kit-example chart-test rules-test \
+	gitops-docs-test
 # The tests' Go processes (the test binaries, and kube-apiserver and etcd,
 # which inherit the environment) collect garbage at 400% heap growth rather
 # than 100%: about a third less CPU on two cores, for memory the machine has.
 TEST_GOGC ?= 400
-test test-controllers test-passes test-envtest test-pure test-smoke test-repeat kit-example chart-test rules-test gitops-docs-test: \
+$(TEST_TARGETS) test-repeat: \
 	export GOGC = $(TEST_GOGC)
 # Every envtest control plane of the tests gets two minutes to start, as
 # test/kit gives its own: on two cores busy with other suites, kube-apiserver
 # took longer than envtest's default 20 s (make test-repeat beside .ci/run).
-test test-controllers test-passes test-envtest test-pure test-smoke test-repeat kit-example chart-test rules-test gitops-docs-test: \
+$(TEST_TARGETS) test-repeat: \
 	export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT = 2m
 # The test binaries are linked without DWARF (stack traces keep their
 # function names and lines): every envtest package links a binary of about
 # 100 MB on each run, and DWARF is a third of its link time.
 TEST_GOFLAGS ?= -ldflags=-w
-test test-controllers test-passes test-envtest test-pure test-smoke test-repeat kit-example chart-test rules-test gitops-docs-test: \
+$(TEST_TARGETS) test-repeat: \
 	export GOFLAGS += $(TEST_GOFLAGS)
 # They are built without cgo too, as every binary of winready is: the
 # plugin package that kustomize's plugin loader imports would otherwise link
 # each binary that renders config/ through the host's linker, a third slower.
 # The race detector of make test-repeat needs cgo and keeps it.
-test test-controllers test-passes test-envtest test-pure test-smoke kit-example chart-test rules-test gitops-docs-test: \
+$(TEST_TARGETS): \
 	export CGO_ENABLED = 0
 # How many of make test's parts run at once: the controllers suite beside a
 # stream of the others.
