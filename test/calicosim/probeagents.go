@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/winready/winready/internal/probe"
@@ -91,15 +93,24 @@ func (a *ProbeAgents) WriteAs(writer func(node string) client.Client) {
 	a.writers = writer
 }
 
-// SetupWithManager registers the agents on mgr.
+// SetupWithManager registers the agents on mgr: the probe DaemonSet and
+// its plans wake them.
 func (a *ProbeAgents) SetupWithManager(mgr ctrl.Manager) error {
 	a.client, a.reader = mgr.GetClient(), newCachedReader(mgr)
+	plans := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, plan := o.GetLabels()[round.PlanLabel]
+		return o.GetNamespace() == a.Namespace && plan && o.GetLabels()[round.ComponentLabel] == probe.RoundKind.Component
+	}))
+	toDS := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request {
+		return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: a.Namespace, Name: probe.RoundKind.Name}}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("calicosim-probe-agents").
 		WithOptions(controllerOptions()).
 		For(&appsv1.DaemonSet{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			return o.GetNamespace() == a.Namespace && o.GetName() == probe.RoundKind.Name
 		}))).
+		Watches(&corev1.ConfigMap{}, toDS, plans).
 		Complete(a)
 }
 
@@ -135,7 +146,7 @@ func (a *ProbeAgents) Play(ctx context.Context, w client.Client, r client.Reader
 	}
 	id := round.ID(ds.Spec.Template.Annotations[round.RoundAnnotation])
 	plans, err := readPlans[probe.Params](ctx, r, a.Namespace, probe.RoundKind, id)
-	if err != nil || len(plans) == 0 {
+	if err != nil || !wholeRound(plans) {
 		return err
 	}
 	a.mu.Lock()
@@ -184,6 +195,25 @@ func (a *ProbeAgents) Play(ctx context.Context, w client.Client, r client.Reader
 	}
 	a.played[id] = true
 	return nil
+}
+
+// wholeRound says whether plans hold every agent of their round: each peer
+// a plan probes, and each sender it expects, has a plan of its own. A cache
+// may hold some of a round's plans when its DaemonSet arrives; the agents,
+// played at once, wait for the rest, as each real agent waits for its own.
+func wholeRound(plans []round.Plan[probe.Params]) bool {
+	planned := map[netip.Addr]bool{}
+	for _, p := range plans {
+		planned[p.Addr] = true
+	}
+	for _, p := range plans {
+		for _, addr := range append(slices.Clone(p.Peers), p.Expect...) {
+			if !planned[addr] {
+				return false
+			}
+		}
+	}
+	return len(plans) > 0
 }
 
 // readPlans reads the plans of round id of kind, as the simulator sees all
