@@ -137,6 +137,9 @@ func (c *PodChecks) Play(ctx context.Context, w client.Client, r client.Reader) 
 	if len(plans) == 0 {
 		return c.serve(ctx, w, r, id)
 	}
+	if !wholeRound(plans) {
+		return nil // a peer's plan is not in the cache yet: it wakes the pods
+	}
 	nodeOf := map[netip.Addr]string{}
 	for _, p := range plans {
 		nodeOf[p.Addr] = p.Node

@@ -199,9 +199,10 @@ func (a *ProbeAgents) Play(ctx context.Context, w client.Client, r client.Reader
 
 // wholeRound says whether plans hold every agent of their round: each peer
 // a plan probes, and each sender it expects, has a plan of its own. A cache
-// may hold some of a round's plans when its DaemonSet arrives; the agents,
-// played at once, wait for the rest, as each real agent waits for its own.
-func wholeRound(plans []round.Plan[probe.Params]) bool {
+// may hold some of a round's plans when its DaemonSet arrives; the agents
+// and the check pods, played at once, wait for the rest, as each real one
+// waits for its own.
+func wholeRound[P any](plans []round.Plan[P]) bool {
 	planned := map[netip.Addr]bool{}
 	for _, p := range plans {
 		planned[p.Addr] = true
