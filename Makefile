@@ -67,7 +67,7 @@ $(CRDS):
 
 # The packages whose tests start an envtest control plane (each its own, on
 # free ports): they run again every time. The others keep Go's test cache.
-ENVTEST_PKGS := ./config/rbac/ ./hack/release/ ./internal/calico/ ./internal/cli/ ./internal/plugin/ ./test/calicosim/ ./test/kit/
+ENVTEST_PKGS := ./config/rbac/ ./test/admission/ ./hack/release/ ./internal/calico/ ./internal/cli/ ./internal/plugin/ ./test/calicosim/ ./test/kit/
 # The end-to-end scenarios on the simulator, as a smoke test of winready as
 # installed (its manifest, its binary under its ServiceAccount): the whole
 # set runs against the real Tigera operator in make e2e.

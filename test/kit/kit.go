@@ -140,6 +140,11 @@ func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	return c, nil
 }
 
+// Environment is the control plane with winready's CRD and Calico's, not yet
+// started: the one envtest environment of winready's suites. Of opts it reads
+// CalicoCRDs and ControlPlane.
+func Environment(opts Options) (*envtest.Environment, error) { return environment(opts) }
+
 // environment is the control plane with winready's CRD and Calico's.
 func environment(opts Options) (*envtest.Environment, error) {
 	dir := opts.CalicoCRDs

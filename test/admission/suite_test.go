@@ -1,0 +1,164 @@
+// Package admission_test is winready's admission suite: the policies of
+// config/admission on a bare control plane (no simulator, no manager), each
+// write sent in a dry run as the identity that would make it. A door is a
+// write a stolen manager token would try: it must be refused for the
+// manager's identity, by the policy the API server names, and admitted for
+// an admin, so that the policies bound the manager and nobody else.
+package admission_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/controllers"
+	installpkg "github.com/winready/winready/test/install"
+	"github.com/winready/winready/test/kit"
+)
+
+const (
+	managerSA = "system:serviceaccount:winready-system:winready-manager"
+	systemNS  = "winready-system"
+)
+
+var (
+	ctx     = context.Background()
+	testEnv *envtest.Environment
+	cfg     *rest.Config
+	scheme  *runtime.Scheme
+	// k8s is an admin: the Tigera operator, people and GitOps write as
+	// identities the manager's policies never evaluate.
+	k8s client.Client
+	// manager holds the manager's identity, as a stolen token would.
+	manager client.Client
+)
+
+func TestAdmission(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Admission")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// A policy's parameter reaches the API server through an informer: a
+	// verdict that follows a change of the WindowsReadiness or of the
+	// Installation may take a moment.
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	var err error
+	testEnv, err = kit.Environment(kit.Options{CalicoCRDs: filepath.Join("..", "..", "bin", "crds")})
+	Expect(err).NotTo(HaveOccurred())
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	scheme, err = controllers.NewScheme()
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	manager = as(managerSA, "system:serviceaccounts", "system:serviceaccounts:"+systemNS)
+
+	// config/default as users install it, but its CRD (the environment's):
+	// namespaces, RBAC, the quotas and every admission policy.
+	for _, ns := range []string{"calico-system", "tigera-operator", "kube-public"} {
+		err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		if !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+	}
+	objs, err := installpkg.Build(filepath.Join("..", "..", "config", "default"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(installpkg.Create(ctx, k8s, objs, func(u *unstructured.Unstructured) bool {
+		return u.GetKind() != "CustomResourceDefinition"
+	})).To(Succeed())
+	// The API server takes the policies up a moment after they are created.
+	Eventually(func() error {
+		return manager.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: "other"}}, client.DryRunAll)
+	}).Should(MatchError(ContainSubstring("winready-manager-system")), "the policies are in force")
+})
+
+var _ = AfterSuite(func() {
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// as is a client of the API server under another identity.
+func as(user string, groups ...string) client.Client {
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	cl, err := client.New(c, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return cl
+}
+
+// setWR makes WindowsReadiness default hold a new object's spec, changed by
+// each mutate; its status stays as it was.
+func setWR(mutate ...func(*v1alpha1.WindowsReadiness)) {
+	wr := &v1alpha1.WindowsReadiness{}
+	err := k8s.Get(ctx, client.ObjectKey{Name: "default"}, wr)
+	if apierrors.IsNotFound(err) {
+		wr = &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+		for _, m := range mutate {
+			m(wr)
+		}
+		Expect(k8s.Create(ctx, wr)).To(Succeed())
+		return
+	}
+	Expect(err).NotTo(HaveOccurred())
+	fresh := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	for _, m := range mutate {
+		m(fresh)
+	}
+	// The defaults the API server writes, as a new object gets them.
+	Expect(k8s.Create(ctx, fresh, client.DryRunAll)).To(Succeed())
+	wr.Spec = fresh.Spec
+	wr.Finalizers = nil
+	Expect(k8s.Update(ctx, wr)).To(Succeed())
+}
+
+// noWR deletes WindowsReadiness default, its finalizers first.
+func noWR() {
+	wr := &v1alpha1.WindowsReadiness{}
+	err := k8s.Get(ctx, client.ObjectKey{Name: "default"}, wr)
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	Expect(err).NotTo(HaveOccurred())
+	if len(wr.Finalizers) > 0 {
+		wr.Finalizers = nil
+		Expect(k8s.Update(ctx, wr)).To(Succeed())
+	}
+	Expect(client.IgnoreNotFound(k8s.Delete(ctx, wr))).To(Succeed())
+	Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "default"}, &v1alpha1.WindowsReadiness{}))
+	}).Should(BeTrue())
+}
+
+// forgeStatus writes WindowsReadiness default's status as the manager's token
+// may: its status subresource is the manager's to patch.
+func forgeStatus(phase v1alpha1.Phase) {
+	wr := &v1alpha1.WindowsReadiness{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: "default"}, wr)).To(Succeed())
+	patch := client.MergeFrom(wr.DeepCopy())
+	wr.Status.Phase = phase
+	Expect(manager.Status().Patch(ctx, wr, patch)).To(Succeed(), "the manager writes its status")
+}
+
+// refusedBy matches the error of a write a policy refused, the policy named.
+func refusedBy(policy string) OmegaMatcher {
+	return MatchError(ContainSubstring("ValidatingAdmissionPolicy '" + policy + "'"))
+}
