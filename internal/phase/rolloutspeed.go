@@ -9,6 +9,7 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -70,12 +71,47 @@ func recordedMaxUnavailable(o *v1alpha1.Originals) calico.Value {
 // the rollouts are over. ours says whether winready made the current value
 // (its field manager owns it): a value someone else set since is theirs and
 // stays.
+//
+// An original wider than the value there is not put back: the manager may
+// only slow calico-node's rollouts down outside the spec's own pace
+// (winready-manager-installation-spec), so that a stolen token cannot speed
+// them up by calling any value an original. The slower pace stays.
 func (s RolloutSpeed) Restore(in Input, ours bool) []calico.Change {
 	if !ours || in.Originals == nil || in.Originals.NodeMaxUnavailable == nil {
 		return nil
 	}
-	return calico.FieldChange(calico.ObjectInstallation, calico.PathNodeMaxUnavailable,
-		maxUnavailableOf(in.Cluster.Installation), recordedMaxUnavailable(in.Originals))
+	now, rec := maxUnavailableOf(in.Cluster.Installation), recordedMaxUnavailable(in.Originals)
+	if !rec.Equal(now) && !NoWider(rec, now) {
+		return nil
+	}
+	return calico.FieldChange(calico.ObjectInstallation, calico.PathNodeMaxUnavailable, now, rec)
+}
+
+// NoWider says whether maxUnavailable v takes the pod network from no more
+// nodes than the value than does: absent (the operator's default of one node), one node, or
+// a value of the same unit and not larger. It is the admission policy's rule
+// for a value the spec does not name.
+func NoWider(v, than calico.Value) bool {
+	if !v.Present {
+		return true
+	}
+	if n, ok := v.V.(int64); ok && n == 1 {
+		return true
+	}
+	if !than.Present {
+		return false
+	}
+	switch a := v.V.(type) {
+	case int64:
+		b, ok := than.V.(int64)
+		return ok && a <= b
+	case string:
+		b, ok := than.V.(string)
+		pa, errA := intstr.GetScaledValueFromIntOrPercent(ptr.To(intstr.FromString(a)), 100, false)
+		pb, errB := intstr.GetScaledValueFromIntOrPercent(ptr.To(intstr.FromString(b)), 100, false)
+		return ok && errA == nil && errB == nil && pa <= pb
+	}
+	return false
 }
 
 // OverlayPace names Installation overlay's spec.nodeUpdateStrategy while it

@@ -137,3 +137,44 @@ func TestRolloutSpeedBound(t *testing.T) {
 		t.Errorf("one node at a time is always allowed: %v", err)
 	}
 }
+
+func TestNoWiderIsTheAdmissionPolicysRule(t *testing.T) {
+	n := func(v int64) calico.Value { return calico.Of(v) }
+	p := func(v string) calico.Value { return calico.Of(v) }
+	absent := calico.Value{}
+	cases := []struct {
+		v, than calico.Value
+		want    bool
+	}{
+		{absent, p("10%"), true},
+		{n(1), p("10%"), true},
+		{n(1), absent, true},
+		{n(2), n(3), true},
+		{n(3), n(3), true},
+		{n(4), n(3), false},
+		{n(2), p("10%"), false},
+		{p("5%"), p("10%"), true},
+		{p("50%"), p("10%"), false},
+		{p("5%"), n(3), false},
+		{p("5%"), absent, false},
+		{p("x%"), p("10%"), false},
+	}
+	for _, c := range cases {
+		if got := NoWider(c.v, c.than); got != c.want {
+			t.Errorf("NoWider(%s, %s) = %v, want %v", c.v, c.than, got, c.want)
+		}
+	}
+}
+
+func TestRestoreLeavesAnOriginalWiderThanTheSpecsPace(t *testing.T) {
+	ten := intstr.FromString("10%")
+	in := Input{Cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &ten),
+		Originals: &v1alpha1.Originals{NodeMaxUnavailable: &v1alpha1.OriginalValue{Present: true, Value: "50%"}}}
+	if got := (RolloutSpeed{Want: &ten}).Restore(in, true); len(got) != 0 {
+		t.Errorf("an original of 50%% after 10%%: %v, want no change", speedLines(got))
+	}
+	in.Originals.NodeMaxUnavailable.Value = "5%"
+	if got := speedLines((RolloutSpeed{Want: &ten}).Restore(in, true)); len(got) != 1 {
+		t.Errorf("an original of 5%% after 10%%: %v, want it put back", got)
+	}
+}
