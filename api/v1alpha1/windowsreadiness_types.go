@@ -9,6 +9,14 @@ import (
 // installation, so it has one migration.
 const Name = "default"
 
+// WindowsNodeGateLabel on Installation default, with the value of
+// GateDisabled, lifts the half of the Windows join gate that waits for the
+// Tigera operator to roll out the Windows dataplane; spec.windowsNodeGate
+// Disabled lifts the half that reads the WindowsReadiness. The manager
+// cannot write this label: a person's switch, where the policy that reads
+// the Installation can see it.
+const WindowsNodeGateLabel = "winready.io/windows-node-gate"
+
 // Direction says which way the operator moves the cluster.
 // +kubebuilder:validation:Enum=Migrate;Rollback
 type Direction string

@@ -45,6 +45,28 @@ func UpdateWindowsReadiness(ctx context.Context, c client.Client, mutate func(*v
 	})
 }
 
+// LiftWindowsNodeGate switches the Windows join gate off, both halves: the
+// WindowsReadiness's spec.windowsNodeGate, and the label on Installation
+// default that the manager cannot write (config/admission/gate.yaml).
+func LiftWindowsNodeGate(ctx context.Context, c client.Client) error {
+	if err := UpdateWindowsReadiness(ctx, c, func(wr *v1alpha1.WindowsReadiness) {
+		wr.Spec.WindowsNodeGate = v1alpha1.GateDisabled
+	}); err != nil {
+		return err
+	}
+	return retry.RetryOnConflict(updateBackoff, func() error {
+		inst, err := GetInstallation(ctx, c)
+		if err != nil {
+			return err
+		}
+		if inst.Labels == nil {
+			inst.Labels = map[string]string{}
+		}
+		inst.Labels[v1alpha1.WindowsNodeGateLabel] = string(v1alpha1.GateDisabled)
+		return c.Update(ctx, inst)
+	})
+}
+
 // updateBackoff spaces the tries of an update that lost to another writer:
 // winready writes its status after each pass, several times a second while
 // a migration moves.

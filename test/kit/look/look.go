@@ -76,6 +76,11 @@ func (c Cluster) UpdateWR(mutate func(*v1alpha1.WindowsReadiness)) {
 	c.g.ExpectWithOffset(1, kit.UpdateWindowsReadiness(c.ctx, c.client, mutate)).To(gomega.Succeed())
 }
 
+// LiftGate switches both halves of the Windows join gate off.
+func (c Cluster) LiftGate() {
+	c.g.ExpectWithOffset(1, kit.LiftWindowsNodeGate(c.ctx, c.client)).To(gomega.Succeed())
+}
+
 // DeleteWR deletes the WindowsReadiness and waits until it is gone (its
 // finalizer, when winready holds one, removed).
 func (c Cluster) DeleteWR() {
