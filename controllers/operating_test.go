@@ -74,7 +74,7 @@ var _ = Describe("Operating winready", func() {
 		Expect(on.KStatus()).To(Equal(status.CurrentStatus), "rolled back")
 
 		By("a stall")
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.WindowsNodeGate = v1alpha1.GateDisabled })
+		on.LiftGate()
 		Eventually(func() error { return k8s.Create(ctx, look.WindowsNode("win-1")) }).Should(Succeed())
 		DeferCleanup(deleteNode, "win-1")
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })

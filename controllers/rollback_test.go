@@ -36,7 +36,7 @@ var _ = Describe("The Windows join gate", func() {
 		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePaused))
 		Eventually(wouldAdmit).Should(MatchError(And(
 			ContainSubstring("not ready for Windows nodes yet"),
-			ContainSubstring("WindowsReadiness default is Paused"))))
+			ContainSubstring("has not rolled out the Windows dataplane"))))
 		Expect(createWindowsNode()).NotTo(Succeed())
 		Expect(k8s.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "linux-9",
 			Labels: map[string]string{calico.OSLabel: "linux"}}})).To(Succeed(), "Linux nodes are not gated")
@@ -49,9 +49,9 @@ var _ = Describe("The Windows join gate", func() {
 		deleteNode("win-1")
 
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(wouldAdmit).Should(MatchError(ContainSubstring("not ready for Windows nodes yet")))
+		Eventually(wouldAdmit).Should(MatchError(ContainSubstring("not ready for Windows nodes (WindowsReadiness default has spec.direction: Rollback)")))
 		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack))
-		Eventually(wouldAdmit).Should(MatchError(ContainSubstring("is RolledBack")))
+		Eventually(wouldAdmit).Should(MatchError(ContainSubstring("not ready for Windows nodes")))
 	})
 
 	It("refuses relabelling a node Windows through nodes/status until Ready, and passes an admitted node's heartbeats", func() {
@@ -136,12 +136,15 @@ var _ = Describe("The Windows join gate", func() {
 		op = startOperator(nil, nil)
 	})
 
-	It("admits Windows nodes when switched off in the spec", func() {
+	It("admits Windows nodes when switched off in the spec and on the Installation", func() {
 		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Paused = true
 			wr.Spec.WindowsNodeGate = v1alpha1.GateDisabled
 		})
 		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePaused))
+		Eventually(wouldAdmit).Should(MatchError(ContainSubstring("winready-windows-node-gate-calico")),
+			"the spec lifts only the half that reads it")
+		on.LiftGate()
 		Eventually(wouldAdmit).Should(Succeed())
 		Consistently(wouldAdmit).Should(Succeed())
 	})

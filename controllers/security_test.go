@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/podcheck"
 	"github.com/winready/winready/internal/probe"
@@ -737,8 +738,10 @@ var _ = Describe("winready with least privilege", func() {
 })
 
 // managerPatch sends a dry-run patch as the manager's ServiceAccount.
+// managerPatch patches obj in a dry run as the manager's ServiceAccount does,
+// under winready's field manager.
 func managerPatch(obj client.Object, pt types.PatchType, data string) error {
-	return asManager().Patch(ctx, obj, client.RawPatch(pt, []byte(data)), client.DryRunAll)
+	return asManager().Patch(ctx, obj, client.RawPatch(pt, []byte(data)), client.DryRunAll, client.FieldOwner(controllers.FieldOwner))
 }
 
 var _ = Describe("The manager's writes to Calico's objects", func() {

@@ -69,7 +69,8 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8s, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	manager = as(managerSA, "system:serviceaccounts", "system:serviceaccounts:"+systemNS)
+	// winready writes under its own field manager; so does a careful thief.
+	manager = client.WithFieldOwner(as(managerSA, "system:serviceaccounts", "system:serviceaccounts:"+systemNS), "winready")
 
 	// config/default as users install it, but its CRD (the environment's):
 	// namespaces, RBAC, the quotas and every admission policy.

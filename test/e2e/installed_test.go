@@ -118,7 +118,8 @@ func serviceAccountKubeconfig(ctx context.Context, c client.Client, cfg *rest.Co
 }
 
 // stolenManagerClient is a client holding a token of the manager's
-// ServiceAccount, as someone who took it from the manager's pod would.
+// ServiceAccount, as someone who took it from the manager's pod would, who
+// writes under winready's own field manager as winready does.
 func stolenManagerClient() client.Client {
 	GinkgoHelper()
 	path, err := serviceAccountKubeconfig(ctx, k8s, cfg, manager.Namespace, manager.Spec.Template.Spec.ServiceAccountName, "stolen")
@@ -127,5 +128,5 @@ func stolenManagerClient() client.Client {
 	Expect(err).NotTo(HaveOccurred())
 	c, err := client.New(restCfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	return c
+	return client.WithFieldOwner(c, "winready")
 }

@@ -350,11 +350,20 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 
 	AfterAll(leaveAsFound)
 
-	It("keeps Windows nodes out while the cluster is not ready", Label("core"), func() {
+	It("keeps Windows nodes out while the cluster is not ready, whatever winready's status says", Label("core"), func() {
 		createPausedWR()
 		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePaused), why)
-		Eventually(func() error { return k8s.Create(ctx, windowsNode(), client.DryRunAll) }).
-			Should(MatchError(ContainSubstring("this cluster is not ready for Windows nodes yet (WindowsReadiness default is Paused)")))
+		joins := func() error { return k8s.Create(ctx, windowsNode(), client.DryRunAll) }
+		Eventually(joins).Should(MatchError(And(ContainSubstring("'winready-windows-node-gate-calico'"),
+			ContainSubstring("this cluster is not ready for Windows nodes yet"))))
+
+		By("a status forged Ready under the manager's token, before the migration")
+		wr := on.WR()
+		forged := wr.DeepCopy()
+		forged.Status.Phase = v1alpha1.PhaseReady
+		Expect(stolenManagerClient().Status().Patch(ctx, forged, client.MergeFrom(wr))).To(Succeed(), "the status is the manager's to write")
+		Consistently(joins).Should(MatchError(ContainSubstring("'winready-windows-node-gate-calico'")),
+			"the gate reads what the Tigera operator rolled out, not winready's status")
 	})
 
 	It("migrates to Ready replacing each calico-node pod once, at the asked pace, and Calico runs the Windows-ready configuration", Label("core"), func() {
@@ -414,7 +423,31 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		refused(ds, `[{"op":"add","path":"/spec/template/spec/volumes/-","value":{"name":"root","hostPath":{"path":"/"}}}]`,
 			"winready-manager-calico-node", "a hostPath volume on calico-node")
 		refused(on.Installation(), `[{"op":"replace","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":"100%"}]`,
-			"winready-manager-installation-spec", "maxUnavailable 100% with no spec asking for it")
+			"winready-manager-installation", "maxUnavailable 100%, beyond the CRD's bound whatever the spec says")
+
+		By("every value bounded by the spec and its direction, in Ready")
+		inst := on.Installation()
+		refused(inst, `[{"op":"replace","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":1000}]`,
+			"winready-manager-installation-spec", "maxUnavailable wider than the spec's")
+		refused(inst, `[{"op":"replace","path":"/spec/calicoNetwork/ipPools/0/encapsulation","value":"None"}]`,
+			"winready-manager-installation-spec", "a pool's encapsulation None")
+		refused(inst, `[{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Enabled"}]`,
+			"winready-manager-installation-spec", "BGP back on while migrating")
+		refused(inst, `[{"op":"replace","path":"/spec/calicoNetwork/windowsDataplane","value":"Disabled"}]`,
+			"winready-manager-installation-spec", "the Windows dataplane off while migrating")
+		refused(inst, `[{"op":"replace","path":"/spec/serviceCIDRs","value":["0.0.0.0/1","128.0.0.0/1"]}]`,
+			"winready-manager-installation", "serviceCIDRs covering every address")
+		endpoint := &corev1.ConfigMap{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.OperatorNamespace, Name: calico.ServicesEndpointConfigMap}, endpoint)).To(Succeed())
+		refused(endpoint, `[{"op":"replace","path":"/data/KUBERNETES_SERVICE_HOST","value":"a b\nc: d"}]`,
+			"winready-manager-services-endpoint", "an API server host that is no address")
+		refused(endpoint, `[{"op":"replace","path":"/data/KUBERNETES_SERVICE_PORT","value":"x"}]`,
+			"winready-manager-services-endpoint", "an API server port that is no port")
+		refused(endpoint, `[{"op":"add","path":"/immutable","value":true}]`,
+			"winready-manager-services-endpoint", "the services endpoint made immutable")
+		Expect(stolen.Patch(ctx, ds, client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"`+calico.IgnoreAnnotation+`":"true"}}}`)), client.DryRunAll, client.FieldOwner("kubectl"))).
+			To(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'winready-manager-calico-node'")), "a hold under another field manager")
 
 		By("the ignore annotation with no migration under way")
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
