@@ -92,5 +92,3 @@ var _ = Describe("A stolen manager token", func() {
 		Expect(createAsManager(plan(labels, strings.Repeat("x", 9000)))).To(MatchError(ContainSubstring("at most 8 KiB")))
 	})
 })
-
-
