@@ -62,7 +62,7 @@ func leaseEvent(message string) *corev1.Event {
 			Name: leaseName, UID: "5b1d2c3e-0000-4000-8000-000000000001", ResourceVersion: "42"},
 		Reason: "LeaderElection", Message: message, Type: corev1.EventTypeNormal, Count: 1,
 		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(),
-		Source:         corev1.EventSource{Component: holder}, ReportingController: holder,
+		Source: corev1.EventSource{Component: holder}, ReportingController: holder,
 	}
 }
 
