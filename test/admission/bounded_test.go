@@ -258,7 +258,7 @@ var _ = Describe("Bounded writes", func() {
 			both("winready-manager-lease", createAs(lease(holder, 2147483647)))
 		})
 
-		It("refuses a holder that is no manager pod, another Lease, and labels", func() {
+		It("refuses a holder not of leader election's form, another Lease, and labels", func() {
 			both("winready-manager-lease", createAs(lease("nobody", 15)))
 			both("winready-manager-lease", createAs(lease("winready-manager-7d9f8b6c5d-x2x4z", 15)))
 			other := lease(holder, 15)
