@@ -20,11 +20,13 @@ import (
 const (
 	installationPolicy = "winready-manager-installation"
 	specPolicy         = "winready-manager-installation-spec"
-	endpointPolicy     = "winready-manager-services-endpoint"
-	endpointSpecPolicy = "winready-manager-services-endpoint-spec"
-	holdPolicy         = "winready-manager-calico-node-hold"
-	gatePolicy         = "winready-windows-node-gate"
-	gateCalicoPolicy   = "winready-windows-node-gate-calico"
+	// Both refuse; the API server names one.
+	bothInstallationPolicies = "winready-manager-installation*"
+	endpointPolicy           = "winready-manager-services-endpoint"
+	endpointSpecPolicy       = "winready-manager-services-endpoint-spec"
+	holdPolicy               = "winready-manager-calico-node-hold"
+	gatePolicy               = "winready-windows-node-gate"
+	gateCalicoPolicy         = "winready-windows-node-gate-calico"
 )
 
 // A WindowsReadiness state a door is tried in; nil means none exists.
@@ -154,14 +156,14 @@ var _ = Describe("The Installation under the manager's token", func() {
 		Entry("maxUnavailable 100% with no WindowsReadiness", noWindowsReadiness, baseInstallation,
 			speed(intstr.FromString("100%")), installationPolicy),
 		Entry("maxUnavailable 100% once the spec's 10% is there", migratingAt10, speed(intstr.FromString("10%")),
-			speed(intstr.FromString("100%")), installationPolicy),
+			speed(intstr.FromString("100%")), bothInstallationPolicies),
 		Entry("maxUnavailable 100% in Ready, after the speed was put back", migratingAt10, windowsReady,
-			speed(intstr.FromString("100%")), installationPolicy),
+			speed(intstr.FromString("100%")), bothInstallationPolicies),
 		Entry("maxUnavailable 20%, within the CRD's bound but wider than the spec's", migratingAt10,
 			speed(intstr.FromString("10%")), speed(intstr.FromString("20%")), specPolicy),
 		Entry("maxUnavailable as a count wider than the one there", migratingAt10, baseInstallation,
 			speed(intstr.FromInt32(50)), specPolicy),
-		Entry("maxUnavailable 0%", migratingAt10, baseInstallation, speed(intstr.FromString("0%")), installationPolicy),
+		Entry("maxUnavailable 0%", migratingAt10, baseInstallation, speed(intstr.FromString("0%")), bothInstallationPolicies),
 		// Item 3: against the direction.
 		Entry("a pool's encapsulation None while migrating", migrating, baseInstallation,
 			encapsulation(operatorv1.EncapsulationNone), specPolicy),
@@ -380,9 +382,15 @@ var _ = Describe("calico-node under the manager's token", func() {
 		held := ds.DeepCopy()
 		held.Annotations = map[string]string{calico.IgnoreAnnotation: "true"}
 		Expect(k8s.Patch(ctx, held, client.MergeFrom(ds))).To(Succeed())
-		DeferCleanup(func() { Expect(k8s.Patch(ctx, ds.DeepCopy(), client.MergeFrom(held))).To(Succeed()) })
+		DeferCleanup(func(held *appsv1.DaemonSet) {
+			released := held.DeepCopy()
+			delete(released.Annotations, calico.IgnoreAnnotation)
+			Expect(k8s.Patch(ctx, released, client.MergeFrom(held))).To(Succeed())
+		}, held)
 		release := func() error {
-			return manager.Patch(ctx, ds.DeepCopy(), client.MergeFrom(held), client.DryRunAll)
+			released := held.DeepCopy()
+			delete(released.Annotations, calico.IgnoreAnnotation)
+			return manager.Patch(ctx, released, client.MergeFrom(held), client.DryRunAll)
 		}
 		Expect(release()).To(Succeed(), "its removal is always admitted")
 		inState(paused)

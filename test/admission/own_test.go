@@ -34,7 +34,10 @@ var _ = Describe("winready's own writes", func() {
 
 		readers := phase.Readers{Cache: k8s, API: k8s}
 		read := func() *calico.Cluster {
-			cl := &calico.Cluster{}
+			// The reconciler reads the Installation for every step.
+			inst, err := calico.GetInstallation(ctx, k8s)
+			Expect(err).NotTo(HaveOccurred())
+			cl := &calico.Cluster{Installation: inst}
 			for _, st := range phase.Steps() {
 				Expect(st.Read(ctx, readers, cl)).To(Succeed(), string(st.Name()))
 			}
