@@ -29,6 +29,58 @@ type seen struct {
 	recordFor types.UID
 	// record is the record as last read or written, nil when there is none.
 	record *record.Record
+	// probeStarted is the probe round this manager started last, and
+	// probeJudged what it judged of the last round it completed: a round in
+	// the status counts only as one of these (probeRan).
+	probeStarted string
+	probeJudged  *probeVerdict
+}
+
+// probeVerdict is what decides whether a completed probe round passed, and
+// for which spec and rerun request it ran.
+type probeVerdict struct {
+	round, token                      string
+	generation, completed             int64
+	planned, passed, failing, missing int32
+}
+
+func verdictOf(st *v1alpha1.ProbeStatus) probeVerdict {
+	v := probeVerdict{round: st.Round, token: st.RerunToken, generation: st.Generation,
+		planned: st.PlannedPairs, passed: st.PassedPairs, failing: st.FailingPairs, missing: st.MissingReports}
+	if st.CompletedAt != nil {
+		// The status keeps seconds.
+		v.completed = st.CompletedAt.Unix()
+	}
+	return v
+}
+
+// startedProbe remembers the probe round this manager started.
+func (s *seen) startedProbe(round string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.probeStarted, s.probeJudged = round, nil
+}
+
+// judgedProbe remembers what this manager judged of a round.
+func (s *seen) judgedProbe(st *v1alpha1.ProbeStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := verdictOf(st)
+	s.probeJudged = &v
+}
+
+// probeRan says whether the probe round in the status is one this manager
+// ran: started by it while under way, judged by it once completed, with the
+// verdict the status shows. The manager's token may write the status, and a
+// restarted manager cannot tell a round it ran from one written into it:
+// any other round is run again before the first change.
+func (s *seen) probeRan(st *v1alpha1.ProbeStatus) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.CompletedAt == nil {
+		return st.Round != "" && st.Round == s.probeStarted
+	}
+	return s.probeJudged != nil && *s.probeJudged == verdictOf(st)
 }
 
 // readWindowsReadiness reads the object from the cache when the cache shows
