@@ -39,7 +39,7 @@ func (r dryRun) reconcile(ctx context.Context, s *scope) Outcome {
 		what = "the rollback"
 	}
 	msg := fmt.Sprintf("dry run: %d changes of %s planned in status.plan, none made; set spec.dryRun: false to apply them", len(plan), what)
-	if s.wr.Status.Originals == nil {
+	if !s.adopted() {
 		msg += "; the UDP 4789 probe runs then"
 	}
 	return stop(conditions.ReasonDryRun, "%s", msg)

@@ -27,8 +27,60 @@ type seen struct {
 	// recordFor is the UID of the object the record below was read or
 	// written for, empty when none was.
 	recordFor types.UID
-	// record is the originals the record holds, nil when there is none.
-	record *v1alpha1.Originals
+	// record is the record as last read or written, nil when there is none.
+	record *record.Record
+	// probeStarted is the probe round this manager started last, and
+	// probeJudged what it judged of the last round it completed: a round in
+	// the status counts only as one of these (probeRan).
+	probeStarted string
+	probeJudged  *probeVerdict
+}
+
+// probeVerdict is what decides whether a completed probe round passed, and
+// for which spec and rerun request it ran.
+type probeVerdict struct {
+	round, token                      string
+	generation, completed             int64
+	planned, passed, failing, missing int32
+}
+
+func verdictOf(st *v1alpha1.ProbeStatus) probeVerdict {
+	v := probeVerdict{round: st.Round, token: st.RerunToken, generation: st.Generation,
+		planned: st.PlannedPairs, passed: st.PassedPairs, failing: st.FailingPairs, missing: st.MissingReports}
+	if st.CompletedAt != nil {
+		// The status keeps seconds.
+		v.completed = st.CompletedAt.Unix()
+	}
+	return v
+}
+
+// startedProbe remembers the probe round this manager started.
+func (s *seen) startedProbe(round string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.probeStarted, s.probeJudged = round, nil
+}
+
+// judgedProbe remembers what this manager judged of a round.
+func (s *seen) judgedProbe(st *v1alpha1.ProbeStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := verdictOf(st)
+	s.probeJudged = &v
+}
+
+// probeRan says whether the probe round in the status is one this manager
+// ran: started by it while under way, judged by it once completed, with the
+// verdict the status shows. The manager's token may write the status, and a
+// restarted manager cannot tell a round it ran from one written into it:
+// any other round is run again before the first change.
+func (s *seen) probeRan(st *v1alpha1.ProbeStatus) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.CompletedAt == nil {
+		return st.Round != "" && st.Round == s.probeStarted
+	}
+	return s.probeJudged != nil && *s.probeJudged == verdictOf(st)
 }
 
 // readWindowsReadiness reads the object from the cache when the cache shows
@@ -72,10 +124,8 @@ func (s *seen) saw(wr *v1alpha1.WindowsReadiness) {
 // the pass read the WindowsReadiness past the cache, else as this manager
 // last read or wrote it. Only winready writes the record; a person who
 // repairs it annotates the WindowsReadiness after (docs/troubleshooting.md),
-// which makes the next pass read both. The originals in the status, written
-// by an earlier winready, are completed as Load completes a record, so that
-// the two compare equal.
-func (r *Reconciler) loadRecord(ctx context.Context, s *scope) (*v1alpha1.Originals, error) {
+// which makes the next pass read both.
+func (r *Reconciler) loadRecord(ctx context.Context, s *scope) (*record.Record, error) {
 	saved, known := r.seen.recordOf(s.wr.UID)
 	if !known || s.fresh {
 		var err error
@@ -84,18 +134,18 @@ func (r *Reconciler) loadRecord(ctx context.Context, s *scope) (*v1alpha1.Origin
 		}
 		r.seen.setRecord(s.wr.UID, saved)
 	}
-	return saved, record.Complete(ctx, r.APIReader, s.wr.Status.Originals)
+	return saved, nil
 }
 
-// saveRecord writes the record unless one exists (record.Save) and
-// remembers what it holds.
+// saveRecord writes the record of this WindowsReadiness's migration unless
+// one exists (record.Save) and remembers what it holds.
 func (r *Reconciler) saveRecord(ctx context.Context, s *scope, o *v1alpha1.Originals) error {
-	created, err := record.Save(ctx, r.Client, r.opts.Namespace, o)
+	created, err := record.Save(ctx, r.Client, r.opts.Namespace, s.wr.UID, o)
 	switch {
 	case err != nil:
 		return err
 	case created:
-		r.seen.setRecord(s.wr.UID, o)
+		r.seen.setRecord(s.wr.UID, &record.Record{Originals: o, WrittenFor: s.wr.UID})
 	default:
 		// One was there already: the next pass reads it.
 		r.seen.setRecord("", nil)
@@ -114,17 +164,28 @@ func (r *Reconciler) deleteRecord(ctx context.Context, s *scope) error {
 }
 
 // recordOf is the record as last read or written for the object uid.
-func (s *seen) recordOf(uid types.UID) (*v1alpha1.Originals, bool) {
+func (s *seen) recordOf(uid types.UID) (*record.Record, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.recordFor == "" || s.recordFor != uid {
 		return nil, false
 	}
-	return s.record.DeepCopy(), true
+	return copyRecord(s.record), true
 }
 
-func (s *seen) setRecord(uid types.UID, o *v1alpha1.Originals) {
+func (s *seen) setRecord(uid types.UID, rec *record.Record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.recordFor, s.record = uid, o.DeepCopy()
+	s.recordFor, s.record = uid, copyRecord(rec)
+}
+
+// copyRecord copies rec, so that a pass's changes to the originals it shows
+// do not reach what the manager remembers.
+func copyRecord(rec *record.Record) *record.Record {
+	if rec == nil {
+		return nil
+	}
+	c := *rec
+	c.Originals = rec.Originals.DeepCopy()
+	return &c
 }

@@ -17,6 +17,7 @@ type migration struct{ *Reconciler }
 func (r migration) reconcile(ctx context.Context, s *scope) Outcome {
 	steps := phase.Steps()
 	return sequence(ctx, s,
+		foreignRecord{r.Reconciler},
 		beforeFirstChange{preflightChecks{r.Reconciler}},
 		targets{r.Reconciler},
 		dryRun{r.Reconciler, v1alpha1.DirectionMigrate, steps},
@@ -40,12 +41,15 @@ func clearPlan(_ context.Context, s *scope) Outcome {
 	return done()
 }
 
-// beforeFirstChange runs sub only while no original is recorded: the checks
-// that guard the first change are not run again midway.
+// beforeFirstChange runs sub only while the migration goes on from no
+// record: the checks that guard the first change are not run again midway.
+// The record, written before the first change, says so; the status does
+// not, since the manager's token could write originals into it to skip the
+// checks.
 type beforeFirstChange struct{ sub subReconciler }
 
 func (b beforeFirstChange) reconcile(ctx context.Context, s *scope) Outcome {
-	if s.wr.Status.Originals != nil {
+	if s.adopted() {
 		return done()
 	}
 	return b.sub.reconcile(ctx, s)

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,10 +18,68 @@ import (
 	"github.com/winready/winready/internal/record"
 )
 
-// originals makes the status and the durable record agree on the originals
-// before any change. The record is written before the first change and wins:
-// it outlives the WindowsReadiness, whose status may be lost (a delete and
-// re-apply) or stale (a restore from a backup).
+// readRecord reads the durable record of the originals and shows in the
+// status the originals this pass goes on from: the record's, when this
+// WindowsReadiness wrote it or a person acknowledged it, else none. The
+// originals the status held are never read back: the manager's token may
+// write the status, so they prove nothing, and a status lost or restored
+// from a backup would be wrong anyway. The record outlives the
+// WindowsReadiness and is written before the first change.
+type readRecord struct{ *Reconciler }
+
+func (r readRecord) reconcile(ctx context.Context, s *scope) Outcome {
+	rec, err := r.loadRecord(ctx, s)
+	if err != nil {
+		return failed(err)
+	}
+	s.record = rec
+	s.wr.Status.Originals = nil
+	if s.adopted() {
+		s.wr.Status.Originals = rec.Originals.DeepCopy()
+	}
+	return done()
+}
+
+// adopted says whether the pass goes on from the record: there is one, and
+// this WindowsReadiness's migration wrote it or a person acknowledged it.
+func (s *scope) adopted() bool {
+	return s.record != nil && (s.record.WrittenBy(s.wr.UID) || foreignRecordAcknowledged(s))
+}
+
+func foreignRecordAcknowledged(s *scope) bool {
+	return slices.Contains(s.wr.Spec.Preflight.Acknowledge, v1alpha1.AcknowledgeForeignRecord)
+}
+
+// foreignRecord stops a migration or a rollback, before any change, on a
+// record this WindowsReadiness did not write and no person acknowledged.
+// Such a record may be one a deleted WindowsReadiness left, or one planted
+// while none existed (the manager's token may create the record then): its
+// values would be what the migration keeps and what the rollback writes
+// back, so a person reads them first.
+type foreignRecord struct{ *Reconciler }
+
+func (r foreignRecord) reconcile(_ context.Context, s *scope) Outcome {
+	rec := s.record
+	if rec == nil || s.adopted() {
+		return done()
+	}
+	who := "it names no WindowsReadiness (written by an earlier winready, or not by winready)"
+	if rec.WrittenFor != "" {
+		who = fmt.Sprintf("it names WindowsReadiness UID %s, not this one's (%s)", rec.WrittenFor, s.wr.UID)
+	}
+	msg := fmt.Sprintf("nothing was changed: ConfigMap %s/%s (created %s) was not written by this WindowsReadiness: %s. It holds: %s. "+
+		"If these are the cluster's values from before the first change, add %s to spec.preflight.acknowledge; "+
+		"if not, delete or correct the ConfigMap and annotate the WindowsReadiness",
+		r.opts.Namespace, record.Name, rec.Created.UTC().Format(time.RFC3339), who, record.Holds(rec.Originals),
+		v1alpha1.AcknowledgeForeignRecord)
+	s.set(conditions.OriginalsRecorded, metav1.ConditionFalse, conditions.ReasonForeignRecord, msg)
+	return stop(conditions.ReasonForeignRecord, "%s", msg)
+}
+
+// originals makes sure the record exists before the first change: it writes
+// one from the cluster when there is none, and says so when the pass goes on
+// from a record the status did not show (read back after the object was
+// deleted and applied again, or restored without its status).
 type originals struct {
 	*Reconciler
 	steps []phase.Step
@@ -28,30 +87,25 @@ type originals struct {
 
 func (r originals) reconcile(ctx context.Context, s *scope) Outcome {
 	ns := r.opts.Namespace
-	saved, err := r.loadRecord(ctx, s)
-	if err != nil {
+	if s.record == nil {
+		return r.record(ctx, s)
+	}
+	saved := s.record.Originals
+	shown := s.before.Status.Originals.DeepCopy()
+	if err := record.Complete(ctx, r.APIReader, shown); err != nil {
 		return failed(err)
 	}
 	switch {
-	case saved != nil && s.wr.Status.Originals == nil:
-		s.wr.Status.Originals = saved
+	case shown == nil:
 		s.steps().reset(r.steps)
 		msg := fmt.Sprintf("read back from ConfigMap %s/%s, recorded at %s before the first change; "+
 			"the migration goes on from what the cluster shows", ns, record.Name, saved.RecordedAt.UTC().Format(time.RFC3339))
 		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord, msg)
 		s.note(corev1.EventTypeNormal, conditions.ReasonRestoredRecord, "Record", "the originals were %s", msg)
-	case saved != nil && !equality.Semantic.DeepEqual(saved, s.wr.Status.Originals):
-		s.wr.Status.Originals = saved
+	case !equality.Semantic.DeepEqual(saved, shown):
 		msg := fmt.Sprintf("status.originals disagreed with ConfigMap %s/%s, which was written before the first change and is used", ns, record.Name)
 		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord, msg)
 		s.note(corev1.EventTypeWarning, conditions.ReasonOriginalsMismatch, "Record", "%s", msg)
-	case saved == nil && s.wr.Status.Originals != nil:
-		// Recorded by a winready that kept them in the status only.
-		if err := r.saveRecord(ctx, s, s.wr.Status.Originals); err != nil {
-			return failed(err)
-		}
-	case saved == nil:
-		return r.record(ctx, s)
 	}
 	return done()
 }
@@ -90,32 +144,32 @@ func (r originals) record(ctx context.Context, s *scope) Outcome {
 	return done()
 }
 
-// recordedOriginals reads the originals the rollback restores: the durable
-// record wins over the status, as it outlives a deleted and re-applied
-// WindowsReadiness. With none, there is nothing to roll back; with one that
-// lacks a value, the rollback stops before its first change.
+// recordedOriginals reads the originals the rollback restores, from the
+// durable record alone (readRecord), never from the status. With none,
+// there is nothing to roll back; with one that lacks a value, the rollback
+// stops before its first change.
 type recordedOriginals struct{ *Reconciler }
 
 func (r recordedOriginals) reconcile(ctx context.Context, s *scope) Outcome {
 	ns := r.opts.Namespace
-	saved, err := r.loadRecord(ctx, s)
-	if err != nil {
-		return failed(err)
-	}
-	if saved != nil && !equality.Semantic.DeepEqual(saved, s.wr.Status.Originals) {
-		s.wr.Status.Originals = saved
-		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord,
-			fmt.Sprintf("read back from ConfigMap %s/%s, recorded before the first change", ns, record.Name))
-	}
-	if s.wr.Status.Originals == nil {
-		// Either a finished rollback cleared them, or no change was ever made.
+	if s.record == nil {
+		// Either a finished rollback deleted it, or no change was ever made.
 		if ready := conditionOf(s, conditions.Ready); ready != nil && ready.Status == metav1.ConditionTrue && ready.Reason == conditions.ReasonRolledBack {
 			return stop(conditions.ReasonRolledBack, "%s", ready.Message)
 		}
 		return stop(conditions.ReasonNothingToRollBack, "nothing to roll back: the migration changed nothing")
 	}
+	saved := s.record.Originals
+	shown := s.before.Status.Originals.DeepCopy()
+	if err := record.Complete(ctx, r.APIReader, shown); err != nil {
+		return failed(err)
+	}
+	if !equality.Semantic.DeepEqual(saved, shown) {
+		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord,
+			fmt.Sprintf("read back from ConfigMap %s/%s, recorded before the first change", ns, record.Name))
+	}
 	// A rollback never restores a value it does not know.
-	if unknown := record.Unknown(s.wr.Status.Originals, ns); len(unknown) > 0 {
+	if unknown := record.Unknown(saved, ns); len(unknown) > 0 {
 		return stop(conditions.ReasonOriginalsIncomplete,
 			"the rollback stopped before its first change: the originals, recorded by an earlier winready, lack %s", strings.Join(unknown, "; "))
 	}

@@ -26,7 +26,9 @@ const DefaultProbeTimeout = 30 * time.Second
 
 // probeRound runs the UDP 4789 probe round on the round engine and is done
 // once it passed. A round is run for each spec generation and rerun request;
-// while it runs the reports wake the reconciler. A failed round stops the
+// while it runs the reports wake the reconciler. Only a round this manager
+// started and judged counts (seen.probeRan): the status shows the verdict
+// but does not prove it. A failed round stops the
 // migration and is tried again after the preflight retry interval.
 type probeRound struct{ *Reconciler }
 
@@ -50,7 +52,8 @@ func (r probeRound) reconcile(ctx context.Context, s *scope) Outcome {
 
 	token := round.TokenOf(s.wr.Annotations[RerunPreflightAnnotation])
 	fresh := st != nil && !st.Skipped && st.Generation == s.wr.Generation &&
-		round.StageOf(&st.RoundState) != round.NotStarted && round.TokenOfState(&st.RoundState) == token
+		round.StageOf(&st.RoundState) != round.NotStarted && round.TokenOfState(&st.RoundState) == token &&
+		r.seen.probeRan(st)
 	if fresh && st.CompletedAt != nil && probeFailing(st) && s.now.Sub(st.CompletedAt.Time) >= r.opts.PreflightRetry {
 		fresh = false
 	}
@@ -108,6 +111,7 @@ func (r probeRound) start(ctx context.Context, s *scope, token round.Token) Outc
 		return failed(fmt.Errorf("preflight: starting the UDP 4789 probe: %w", err))
 	}
 	s.wr.Status.Preflight.Probe = st
+	r.seen.startedProbe(st.Round)
 	s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbeStarted, "Preflight", "probing UDP 4789 between %d Linux nodes (round %s)", st.Nodes, st.Round)
 	return progressing(spec.Timeout, "preflight: probing UDP 4789 between %d Linux nodes", st.Nodes)
 }
@@ -161,6 +165,7 @@ func (r probeRound) collect(ctx context.Context, s *scope, st *v1alpha1.ProbeSta
 	completed := metav1.NewTime(s.now)
 	result.CompletedAt = &completed
 	s.wr.Status.Preflight.Probe = &result
+	r.seen.judgedProbe(&result)
 	var o Outcome
 	if probeFailing(&result) {
 		o = r.failedRound(s, &result)

@@ -114,7 +114,7 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) Outcome {
 	if s.wr.Spec.Direction == v1alpha1.DirectionRollback {
 		direction = rollback{r}
 	}
-	o := sequence(ctx, s, observe{r}, holdRelease{r}, direction)
+	o := sequence(ctx, s, observe{r}, readRecord{r}, holdRelease{r}, direction)
 	writeCalicoHealthy(s)
 	return o
 }

@@ -19,6 +19,7 @@ func (r rollback) reconcile(ctx context.Context, s *scope) Outcome {
 	slices.Reverse(steps)
 	return sequence(ctx, s,
 		rollbackGuard{r.Reconciler},
+		foreignRecord{r.Reconciler},
 		recordedOriginals{r.Reconciler},
 		dryRun{r.Reconciler, v1alpha1.DirectionRollback, steps},
 		subFunc(clearPlan),

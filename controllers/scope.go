@@ -11,6 +11,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/record"
 )
 
 // scope is one pass over the WindowsReadiness: the object, what the pass
@@ -28,6 +29,10 @@ type scope struct {
 	fresh bool
 	// now is the pass's reading of the clock (Reconcile).
 	now time.Time
+	// record is the durable record of the originals as the pass read it,
+	// nil when there is none (readRecord); adopted says whether the pass
+	// may go on from it.
+	record *record.Record
 	// inst is Installation default as the pass found it (Reconcile).
 	inst *operatorv1.Installation
 	// windowsNodes are the Windows nodes, from the cache (observe); a rollback

@@ -40,7 +40,7 @@ const (
 
 // Acknowledgement names something that stops working when BGP is turned off,
 // or a risk of the cluster's shape, that a person has accepted.
-// +kubebuilder:validation:Enum=BGPPeers;ServiceAdvertisement;HelmManagedInstallation;UntestedCalicoVersion
+// +kubebuilder:validation:Enum=BGPPeers;ServiceAdvertisement;HelmManagedInstallation;UntestedCalicoVersion;ForeignRecord
 type Acknowledgement string
 
 const (
@@ -56,6 +56,13 @@ const (
 	// AcknowledgeUntestedCalicoVersion accepts a Calico older than the
 	// oldest version winready is tested with.
 	AcknowledgeUntestedCalicoVersion Acknowledgement = "UntestedCalicoVersion"
+	// AcknowledgeForeignRecord accepts a record of the originals (ConfigMap
+	// winready-originals) that this WindowsReadiness did not write: one left
+	// by a WindowsReadiness deleted and applied again, by an earlier
+	// winready, or created by anyone else. The migration goes on from its
+	// values and a rollback writes them back, so a person reads them (the
+	// condition OriginalsRecorded names them) before accepting.
+	AcknowledgeForeignRecord Acknowledgement = "ForeignRecord"
 )
 
 // IPv4CIDR is an IPv4 network in canonical form, such as 10.96.0.0/12.
@@ -111,8 +118,10 @@ type PreflightSpec struct {
 	// Acknowledge lists what turning BGP off will end and a person accepts.
 	// Without it, BGPPeers or service address advertisement fail the preflight,
 	// and so do an Installation that a Helm release renders and a Calico older
-	// than the oldest tested version.
-	// +kubebuilder:validation:MaxItems=4
+	// than the oldest tested version. ForeignRecord accepts a record of the
+	// originals this WindowsReadiness did not write, in a migration and in a
+	// rollback; without it, both stop before any change.
+	// +kubebuilder:validation:MaxItems=5
 	// +listType=set
 	// +optional
 	Acknowledge []Acknowledgement `json:"acknowledge,omitempty"`

@@ -77,6 +77,12 @@ const (
 	// winready, lack a value the rollback must restore and the cluster cannot
 	// tell it; a person supplies it in the record.
 	ReasonOriginalsIncomplete = "OriginalsIncomplete"
+	// ReasonForeignRecord: the record of the originals was not written by
+	// this WindowsReadiness (one deleted and applied again, an earlier
+	// winready, or anyone who could create it while none existed): neither
+	// direction changes anything from it until a person reads what it holds
+	// and adds ForeignRecord to spec.preflight.acknowledge, or deletes it.
+	ReasonForeignRecord = "ForeignRecord"
 	// ReasonMaxUnavailableTooHigh: spec.rollout.maxUnavailable would take the
 	// pod network from too many nodes at once.
 	ReasonMaxUnavailableTooHigh = "MaxUnavailableTooHigh"
@@ -155,7 +161,7 @@ var catalogue = map[string]Effect{
 	ReasonConflictingManager: Stalls, ReasonPreflightFailed: Stalls, ReasonNetworkProbeFailed: Stalls,
 	ReasonInstallationNotFound: Stalls, ReasonCalicoAPIUnavailable: Stalls, ReasonStepTimeout: Stalls,
 	ReasonDetectionFailed: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonPodNetworkCheckFailed: Stalls,
-	ReasonMaxUnavailableTooHigh: Stalls, ReasonOriginalsIncomplete: Stalls, ReasonAPIServerUnproven: Stalls,
+	ReasonMaxUnavailableTooHigh: Stalls, ReasonOriginalsIncomplete: Stalls, ReasonForeignRecord: Stalls, ReasonAPIServerUnproven: Stalls,
 	ReasonRefused:  Stalls,
 	ReasonMigrated: Completes, ReasonRolledBack: Completes, ReasonNothingToRollBack: Completes,
 	ReasonWindowsNodesJoined: Informs, ReasonWindowsNodesJoining: Informs, ReasonWindowsNodeNotJoined: Informs,

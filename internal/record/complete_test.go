@@ -73,10 +73,11 @@ func TestLoadCompletesAnEarlierRecord(t *testing.T) {
 			`"bgp":{"present":true,"value":"Enabled"},"servicesEndpoint":{"present":false},` +
 			`"serviceCIDRs":{"present":false},"windowsDataplane":{"present":false},"windowsNodesPresent":false}`}}
 	c := fake.NewClientBuilder().WithObjects(cm, kubernetesSvc("10.96.0.1", corev1.ServicePort{Name: "https", Port: 443})).Build()
-	o, err := Load(context.Background(), c, "winready-system")
+	rec, err := Load(context.Background(), c, "winready-system")
 	if err != nil {
 		t.Fatal(err)
 	}
+	o := rec.Originals
 	if o.ServicesEndpoint.NodeEnv == nil || o.ServicesEndpoint.NodeEnv.Host != "10.96.0.1" || o.BGP.Value != "Enabled" {
 		t.Errorf("loaded %+v", o)
 	}

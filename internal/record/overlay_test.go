@@ -88,10 +88,11 @@ func TestTheOverlayRecordIsOptional(t *testing.T) {
 		`"windowsDataplane":{"present":false},"windowsNodesPresent":false,"nodeMaxUnavailable":{"present":true,"value":"1"}}`
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "winready-system", Name: Name}, Data: map[string]string{key: old}}
 	c := fake.NewClientBuilder().WithObjects(cm).Build()
-	o, err := Load(context.Background(), c, "winready-system")
+	rec, err := Load(context.Background(), c, "winready-system")
 	if err != nil {
 		t.Fatal(err)
 	}
+	o := rec.Originals
 	if o.Overlay != nil || Effective(o) != o {
 		t.Fatalf("an earlier record: overlay %+v", o.Overlay)
 	}
@@ -100,15 +101,15 @@ func TestTheOverlayRecordIsOptional(t *testing.T) {
 	if err := Delete(context.Background(), c, "winready-system"); err != nil {
 		t.Fatal(err)
 	}
-	if created, err := Save(context.Background(), c, "winready-system", o); err != nil || !created {
+	if created, err := Save(context.Background(), c, "winready-system", "uid-1", o); err != nil || !created {
 		t.Fatalf("Save after Delete: created %v, %v", created, err)
 	}
 	back, err := Load(context.Background(), c, "winready-system")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equality.Semantic.DeepEqual(back, o) {
-		raw, _ := json.Marshal(back)
+	if !equality.Semantic.DeepEqual(back.Originals, o) {
+		raw, _ := json.Marshal(back.Originals)
 		t.Fatalf("read back %s", raw)
 	}
 }

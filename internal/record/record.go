@@ -10,13 +10,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
 )
 
 const (
@@ -28,9 +32,41 @@ const (
 	Label = "winready.io/originals"
 )
 
+// Record is the record as read: the originals it holds, and what says who
+// wrote it.
+type Record struct {
+	// Originals are the values before the first change.
+	Originals *v1alpha1.Originals
+	// WrittenFor is the UID of the WindowsReadiness whose migration wrote
+	// the record, empty in a record written by an earlier winready or by
+	// anyone but winready. The manager's token may create the record while
+	// no WindowsReadiness exists, and a UID is not known before its object
+	// is created: a record planted before the WindowsReadiness cannot name
+	// it.
+	WrittenFor types.UID
+	// UID and Created are the ConfigMap's, set by the API server: they name
+	// the one record a person acknowledged.
+	UID     types.UID
+	Created metav1.Time
+}
+
+// WrittenBy says whether the migration of the WindowsReadiness uid wrote
+// the record itself.
+func (r *Record) WrittenBy(uid types.UID) bool {
+	return r != nil && uid != "" && r.WrittenFor == uid
+}
+
+// content is what the key holds: the originals, and beside them the UID of
+// the WindowsReadiness that wrote them. The one key keeps the record within
+// what admission lets the manager create (originals.json alone).
+type content struct {
+	*v1alpha1.Originals
+	WrittenFor types.UID `json:"writtenFor,omitempty"`
+}
+
 // Load reads the record from namespace ns; nil when there is none. A record
 // written by an earlier winready is completed from the cluster (Complete).
-func Load(ctx context.Context, r client.Reader, ns string) (*v1alpha1.Originals, error) {
+func Load(ctx context.Context, r client.Reader, ns string) (*Record, error) {
 	cm := &corev1.ConfigMap{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: Name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -38,18 +74,20 @@ func Load(ctx context.Context, r client.Reader, ns string) (*v1alpha1.Originals,
 		}
 		return nil, fmt.Errorf("reading the record of the originals %s/%s: %w", ns, Name, err)
 	}
-	o := &v1alpha1.Originals{}
-	if err := json.Unmarshal([]byte(cm.Data[key]), o); err != nil {
+	c := content{Originals: &v1alpha1.Originals{}}
+	if err := json.Unmarshal([]byte(cm.Data[key]), &c); err != nil {
 		return nil, fmt.Errorf("decoding the record of the originals %s/%s (repair or delete it): %w", ns, Name, err)
 	}
-	return o, Complete(ctx, r, o)
+	return &Record{Originals: c.Originals, WrittenFor: c.WrittenFor, UID: cm.UID, Created: cm.CreationTimestamp},
+		Complete(ctx, r, c.Originals)
 }
 
-// Save writes the record unless one exists, and says whether it did: the
-// first record is the one that describes the cluster before any change, and
-// it is never overwritten.
-func Save(ctx context.Context, c client.Client, ns string, o *v1alpha1.Originals) (created bool, err error) {
-	data, err := json.Marshal(o)
+// Save writes the record of the migration of the WindowsReadiness uid
+// unless one exists, and says whether it did: the first record is the one
+// that describes the cluster before any change, and it is never
+// overwritten.
+func Save(ctx context.Context, c client.Client, ns string, uid types.UID, o *v1alpha1.Originals) (created bool, err error) {
+	data, err := json.Marshal(content{Originals: o, WrittenFor: uid})
 	if err != nil {
 		return false, fmt.Errorf("encoding the originals: %w", err)
 	}
@@ -90,4 +128,44 @@ func Migrated(o *v1alpha1.Originals) []string {
 		out = append(out, "spec.calicoNetwork.windowsDataplane HNS")
 	}
 	return out
+}
+
+// Holds names what a record would make the rollback write back, for a
+// person to judge before acknowledging a record winready did not write:
+// the values an attacker would choose (a pool without encapsulation, a
+// rollout of every node at once, another API server address) are named
+// plainly.
+func Holds(o *v1alpha1.Originals) string {
+	if o == nil {
+		return "nothing"
+	}
+	value := func(v v1alpha1.OriginalValue) string {
+		if !v.Present {
+			return "absent"
+		}
+		return v.Value
+	}
+	parts := []string{fmt.Sprintf("recorded at %s", o.RecordedAt.UTC().Format(time.RFC3339))}
+	for _, p := range o.Pools {
+		parts = append(parts, fmt.Sprintf("pool %s encapsulation %s", p.CIDR, p.Encapsulation))
+	}
+	parts = append(parts, "bgp "+value(o.BGP), "windowsDataplane "+value(o.WindowsDataplane))
+	if o.NodeMaxUnavailable != nil {
+		parts = append(parts, "calico-node maxUnavailable "+value(*o.NodeMaxUnavailable))
+	}
+	if o.NodeIgnored != nil && o.NodeIgnored.Present {
+		parts = append(parts, "calico-node's ignore annotation "+o.NodeIgnored.Value)
+	}
+	endpoint := "absent"
+	if o.ServicesEndpoint.Present {
+		endpoint = o.ServicesEndpoint.Data[calico.ServiceHostKey] + ":" + o.ServicesEndpoint.Data[calico.ServicePortKey]
+	}
+	parts = append(parts, "services endpoint "+endpoint)
+	if o.ServiceCIDRs.Present {
+		parts = append(parts, "serviceCIDRs "+strings.Join(o.ServiceCIDRs.Values, ","))
+	}
+	if o.IPAMConfig.Present {
+		parts = append(parts, fmt.Sprintf("strictAffinity %t", o.IPAMConfig.StrictAffinity))
+	}
+	return strings.Join(parts, ", ")
 }

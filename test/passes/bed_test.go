@@ -75,15 +75,29 @@ func driveInline(cl calicosim.Cluster) *inlineBed {
 	b.calico = calicosim.NewInline(c, b.clock, calicosim.Options{RolloutStep: -1, StatusLag: -1}, probeNamespace)
 	// The spec's sim.InjectFault, agents.Block, ... act on this simulator.
 	sim, agents = b.calico.Sim, b.calico.Agents
-	b.r = controllers.NewReconciler(controllers.Deps{Client: c, APIReader: c,
-		Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Recorder: b.events}, scheme,
-		controllers.Options{Namespace: operatorNamespace, ProbeNamespace: probeNamespace, ProbeImage: probeImage, Clock: b.clock})
+	b.r = b.newReconciler()
 	Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
 	b.settle()
 	settled, why, err := calicosim.Settled(ctx, k8s)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(settled).To(BeTrue(), "the simulated Calico is at rest before the spec starts: %s", why)
 	return b
+}
+
+// newReconciler is winready as a manager starts it: it knows nothing of
+// earlier passes.
+func (b *inlineBed) newReconciler() *controllers.Reconciler {
+	return controllers.NewReconciler(controllers.Deps{Client: b.c, APIReader: b.c,
+		Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Recorder: b.events}, scheme,
+		controllers.Options{Namespace: operatorNamespace, ProbeNamespace: probeNamespace, ProbeImage: probeImage, Clock: b.clock})
+}
+
+// restart replaces winready with a new one, as a restarted manager or a new
+// leader: what the old one remembered between passes is gone, and its first
+// pass reads everything past the cache.
+func (b *inlineBed) restart() {
+	b.r = b.newReconciler()
+	b.passes, b.result = 0, ctrl.Result{}
 }
 
 // settle runs the simulator until it has nothing left to do.

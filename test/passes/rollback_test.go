@@ -161,6 +161,10 @@ var _ = Describe("Rolling back pass by pass", func() {
 		on.DeleteWR()
 		Expect(originalsRecord()).NotTo(BeNil(), "deleting the WindowsReadiness leaves the record")
 		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonForeignRecord),
+			"the new object did not write the record: nothing tells it from a planted one")
+		Expect(on.Touched()).NotTo(Equal(original), "nothing is written back before a person acknowledges it")
+		acknowledgeRecord()
 
 		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseRolledBack))
 		Expect(on.Touched()).To(Equal(original), "every field as it was before the first migration")
@@ -174,6 +178,8 @@ var _ = Describe("Rolling back pass by pass", func() {
 		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)), "the cluster is half migrated")
 
 		on.CreateWR()
+		reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonForeignRecord))
+		acknowledgeRecord()
 		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
 		Expect(on.WR().Status.Originals.BGP).To(Equal(v1alpha1.OriginalValue{Present: true, Value: "Enabled"}),
 			"the originals are the ones from before the first change, not the half-migrated values")
@@ -184,6 +190,15 @@ var _ = Describe("Rolling back pass by pass", func() {
 		Expect(on.Touched()).To(Equal(original))
 	})
 })
+
+// acknowledgeRecord accepts, as a person does, a record of the originals
+// the WindowsReadiness did not write.
+func acknowledgeRecord() {
+	GinkgoHelper()
+	on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+		wr.Spec.Preflight.Acknowledge = append(wr.Spec.Preflight.Acknowledge, v1alpha1.AcknowledgeForeignRecord)
+	})
+}
 
 // originalsRecord is the durable record of the originals; nil when absent.
 func originalsRecord() *corev1.ConfigMap {

@@ -1,0 +1,145 @@
+package passes_test
+
+import (
+	"encoding/json"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/record"
+	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit/look"
+)
+
+// The manager's token may write the WindowsReadiness status, and may create
+// the record of the originals while no WindowsReadiness exists: neither may
+// stand in for what winready saw of the cluster itself.
+var _ = Describe("What winready does not take from its own status or a record it did not write", func() {
+	var (
+		b        *inlineBed
+		original look.Touched
+	)
+
+	BeforeEach(func() {
+		b = driveInline(calicosim.MainCluster())
+		original = on.Touched()
+	})
+
+	// forgeStatus writes into the status as anyone holding the manager's
+	// token can.
+	forgeStatus := func(mutate func(*v1alpha1.WindowsReadinessStatus)) {
+		GinkgoHelper()
+		wr := on.WR()
+		base := wr.DeepCopy()
+		mutate(&wr.Status)
+		Expect(k8s.Status().Patch(ctx, wr, client.MergeFrom(base))).To(Succeed())
+	}
+	probeFailed := look.HaveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed)
+
+	It("probes again rather than taking a passed probe round written into its status", func() {
+		agents.Silence("linux-2")
+		on.CreateWR()
+		reconcileUntil(b, on.Condition(conditions.Stalled), probeFailed)
+		failed := on.WR().Status.Preflight.Probe.Round
+
+		forgeStatus(func(st *v1alpha1.WindowsReadinessStatus) {
+			p := st.Preflight.Probe
+			p.MissingReports, p.FirstMissing, p.MissingReasons = 0, nil, nil
+			p.FailingPairs, p.FirstFailing, p.PassedPairs = 0, nil, p.PlannedPairs
+			st.Phase = v1alpha1.PhaseReady
+		})
+		reconcileUntil(b, func() string { return on.WR().Status.Preflight.Probe.Round }, Not(Equal(failed)),
+			"the round in the status is not one this manager judged as it reads now: it probes again")
+		reconcileUntil(b, on.Condition(conditions.Stalled), probeFailed)
+		Expect(on.Touched()).To(Equal(original), "nothing changed on a forged verdict")
+		Expect(originalsRecord()).To(BeNil(), "nothing recorded before the first change")
+	})
+
+	It("runs the preflight and records the cluster when the status shows originals and Ready but no record exists", func() {
+		agents.Silence("linux-2")
+		on.CreateWR()
+		forgeStatus(func(st *v1alpha1.WindowsReadinessStatus) {
+			st.Phase = v1alpha1.PhaseReady
+			st.Originals = &v1alpha1.Originals{RecordedAt: metav1.NewTime(time.Now().Truncate(time.Second)),
+				BGP:                v1alpha1.OriginalValue{Present: true, Value: "Disabled"},
+				NodeMaxUnavailable: &v1alpha1.OriginalValue{Present: true, Value: "100%"}}
+		})
+		reconcileUntil(b, on.Condition(conditions.Stalled), probeFailed, "the originals in the status skip no check")
+		Expect(on.Touched()).To(Equal(original))
+		Expect(originalsRecord()).To(BeNil(), "the status's originals never become the record")
+		Expect(on.WR().Status.Originals).To(BeNil(), "the status shows no originals without a record")
+
+		agents.Reset()
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+			metav1.SetMetaDataAnnotation(&wr.ObjectMeta, controllers.RerunPreflightAnnotation, "path-open")
+		})
+		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
+		Expect(loadRecord().Originals.BGP).To(Equal(v1alpha1.OriginalValue{Present: true, Value: "Enabled"}),
+			"recorded from the cluster before the first change")
+	})
+
+	It("stops before any change on a record planted before the WindowsReadiness, and goes on from it once acknowledged", func() {
+		planted := &v1alpha1.Originals{RecordedAt: metav1.NewTime(time.Now().Truncate(time.Second)),
+			BGP:                v1alpha1.OriginalValue{Present: true, Value: "Enabled"},
+			NodeMaxUnavailable: &v1alpha1.OriginalValue{Present: true, Value: "100%"},
+			NodeIgnored:        &v1alpha1.OriginalValue{},
+			ServicesEndpoint: v1alpha1.OriginalConfigMap{NodeEnv: &v1alpha1.ServiceEndpointEnv{
+				Host: "10.96.0.1", Port: "443"}},
+		}
+		for _, p := range on.Installation().Spec.CalicoNetwork.IPPools {
+			planted.Pools = append(planted.Pools, v1alpha1.OriginalPool{Name: p.Name, CIDR: p.CIDR, Encapsulation: "None"})
+		}
+		data, err := json.Marshal(planted)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8s.Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: record.Name, Labels: map[string]string{record.Label: "true"}},
+			Data:       map[string]string{"originals.json": string(data)},
+		})).To(Succeed())
+
+		on.CreateWR()
+		reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonForeignRecord))
+		recorded := on.Condition(conditions.OriginalsRecorded)()
+		Expect(recorded).To(look.HaveStatus(metav1.ConditionFalse, conditions.ReasonForeignRecord))
+		Expect(recorded.Message).To(And(ContainSubstring("winready-system/winready-originals"),
+			ContainSubstring("encapsulation None"), ContainSubstring("maxUnavailable 100%"), ContainSubstring("ForeignRecord")),
+			"the condition names the record and what it holds")
+		b.rest(time.Hour)
+		Expect(on.Touched()).To(Equal(original), "nothing changed")
+		Expect(on.WR().Status.Preflight).To(BeNil(), "not even the preflight runs on a foreign record")
+		Expect(on.WR().Status.Originals).To(BeNil(), "the status does not show a foreign record's values as the originals")
+
+		acknowledgeRecord()
+		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
+		Expect(on.WR().Status.Originals.NodeMaxUnavailable).To(HaveValue(Equal(v1alpha1.OriginalValue{Present: true, Value: "100%"})),
+			"a person accepted the record's values")
+		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRestoredRecord))
+	})
+
+	It("goes on from the record it wrote itself after a restart, with no acknowledgement", func() {
+		on.CreateWR()
+		reconcileUntil(b, func() v1alpha1.StepState { return on.Step(v1alpha1.StepBGP)().State }, Equal(v1alpha1.StepCompleted))
+		Expect(loadRecord().WrittenBy(on.WR().UID)).To(BeTrue(), "the record names the WindowsReadiness that wrote it")
+
+		b.restart()
+		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
+		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRecorded))
+		Expect(b.events.count("Warning " + conditions.ReasonOriginalsMismatch)).To(BeZero())
+		Expect(on.WR().Status.Originals.BGP).To(Equal(v1alpha1.OriginalValue{Present: true, Value: "Enabled"}))
+	})
+})
+
+// loadRecord is the record of the originals as winready reads it.
+func loadRecord() *record.Record {
+	GinkgoHelper()
+	rec, err := record.Load(ctx, k8s, operatorNamespace)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(rec).NotTo(BeNil())
+	return rec
+}
