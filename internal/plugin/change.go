@@ -47,7 +47,7 @@ func (o *options) apply(ctx context.Context, force bool, ch change) error {
 		if apierrors.IsNotFound(err) {
 			return errNoWindowsReadiness
 		}
-		return fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, err)
+		return fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, request("get", windowsReadinesses, err))
 	}
 	wr := &v1alpha1.WindowsReadiness{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, wr); err != nil {
@@ -77,7 +77,7 @@ func (o *options) apply(ctx context.Context, force bool, ch change) error {
 	if err != nil {
 		return err
 	}
-	if err := c.Patch(ctx, wr, client.RawPatch(types.MergePatchType, data), client.FieldOwner(FieldManager)); err != nil {
+	if err := request("patch", windowsReadinesses, c.Patch(ctx, wr, client.RawPatch(types.MergePatchType, data), client.FieldOwner(FieldManager))); err != nil {
 		if apierrors.IsConflict(err) {
 			return fmt.Errorf("patching WindowsReadiness %s: someone else changed it meanwhile, run the command again: %w", v1alpha1.Name, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -43,7 +44,14 @@ func (o *options) config() (*rest.Config, error) {
 	if o.restConfig != nil {
 		return o.restConfig()
 	}
-	return o.flags.ToRESTConfig()
+	cfg, err := o.flags.ToRESTConfig()
+	// A kubeconfig that cannot be read, or a --context it lacks, is the
+	// caller's mistake, not the cluster's: no request has been made. No
+	// kubeconfig at all stays "cannot reach the cluster".
+	if err != nil && !clientcmd.IsEmptyConfig(err) {
+		return nil, withCode(ExitError, fmt.Errorf("reading the kubeconfig: %w", err))
+	}
+	return cfg, err
 }
 
 func (o *options) client() (client.Client, error) {
@@ -97,7 +105,7 @@ func (o *options) get(ctx context.Context, c client.Client) (*v1alpha1.WindowsRe
 		if apierrors.IsNotFound(err) {
 			return nil, errNoWindowsReadiness
 		}
-		return nil, fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, err)
+		return nil, fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, request("get", windowsReadinesses, err))
 	}
 	return wr, nil
 }

@@ -54,7 +54,16 @@ func (s *statusWatch) show(ctx context.Context, wr *v1alpha1.WindowsReadiness) (
 // retry waits the next backoff step after err, or returns err when waiting
 // cannot help.
 func (s *statusWatch) retry(ctx context.Context, err error) error {
-	if e := explain(err); e.code == ExitNotInstalled || e.code == ExitNoWindowsReadiness {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	// Nothing printed yet: a wrong cluster or a missing right fails at
+	// once, so a pipeline learns it before it waits.
+	if s.last == "" {
+		return err
+	}
+	switch explain(err).code {
+	case ExitNotInstalled, ExitNoWindowsReadiness, ExitForbidden, ExitError:
 		return err
 	}
 	d := s.backoff.Step()
@@ -107,18 +116,19 @@ func (o *options) watchStatus(ctx context.Context, output, until string) error {
 			}
 			continue
 		}
-		done, err := o.follow(w, show)
+		done, err := o.follow(ctx, w, show)
 		w.Stop()
 		if done || err != nil {
 			return err
 		}
 	}
-	return nil
+	// Interrupted or timed out: never success.
+	return context.Cause(ctx)
 }
 
 // follow hands each new state of the WindowsReadiness to show, until the
 // watch ends (then the caller reads the object again) or show is done.
-func (o *options) follow(w watch.Interface, show func(*v1alpha1.WindowsReadiness) (bool, error)) (bool, error) {
+func (o *options) follow(ctx context.Context, w watch.Interface, show func(*v1alpha1.WindowsReadiness) (bool, error)) (bool, error) {
 	for ev := range w.ResultChan() {
 		switch ev.Type {
 		case watch.Added, watch.Modified:
@@ -132,6 +142,11 @@ func (o *options) follow(w watch.Interface, show func(*v1alpha1.WindowsReadiness
 		case watch.Deleted:
 			return true, errNoWindowsReadiness
 		case watch.Error:
+			// A watch cut short by a signal or --timeout ends in an error
+			// event: the cause is the news, not the event.
+			if ctx.Err() != nil {
+				return false, nil
+			}
 			fmt.Fprintf(o.streams.ErrOut, "watch: %v; reading it again\n", ev.Object)
 			return false, nil
 		}
