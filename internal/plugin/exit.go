@@ -138,9 +138,7 @@ func explain(err error) *exitError {
 	case apierrors.IsForbidden(err):
 		return &exitError{code: ExitForbidden, err: forbidden(err)}
 	case meta.IsNoMatchError(err):
-		return &exitError{code: ExitNotInstalled, err: fmt.Errorf(
-			"winready is not installed in this cluster: the API server does not serve %s windowsreadinesses (%w).\nInstall it:\n  kubectl apply -f %s",
-			v1alpha1.GroupVersion, err, installURL())}
+		return notInstalled(err).(*exitError)
 	case unreachable(err):
 		return &exitError{code: ExitUnreachable, err: fmt.Errorf(
 			"cannot reach the cluster (%w).\nCheck the cluster kubectl uses: kubectl cluster-info, or pass --context or --kubeconfig", err)}
@@ -148,6 +146,13 @@ func explain(err error) *exitError {
 		return &exitError{code: ExitError, err: err}
 	}
 	return &exitError{code: ExitFailed, err: err}
+}
+
+// notInstalled is the error of an API server that does not serve the CRD.
+func notInstalled(err error) error {
+	return &exitError{code: ExitNotInstalled, err: fmt.Errorf(
+		"winready is not installed in this cluster: the API server does not serve %s windowsreadinesses (%w).\nInstall it:\n  kubectl apply -f %s",
+		v1alpha1.GroupVersion, err, installURL())}
 }
 
 // apiCall is a request the plugin made, for the message of a 403: the API

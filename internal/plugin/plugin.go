@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
@@ -34,8 +33,6 @@ type options struct {
 	now     func() time.Time
 	// restConfig is set by tests; nil reads the kubectl flags.
 	restConfig func() (*rest.Config, error)
-	// backoff, set by tests, replaces watchBackoff.
-	backoff *wait.Backoff
 	// printed, set by tests, is called after status --watch printed.
 	printed func()
 }
@@ -110,7 +107,8 @@ func (o *options) get(ctx context.Context, c client.Client) (*v1alpha1.WindowsRe
 	return wr, nil
 }
 
-// printAs writes obj as JSON or YAML; "" is the caller's own format.
+// printAs writes plan's result, which is not a Kubernetes object, as JSON or
+// YAML; "" is the caller's own format.
 func printAs(w io.Writer, format string, obj any) (bool, error) {
 	switch format {
 	case "":
