@@ -317,7 +317,9 @@ func approvable(arg string) (v1alpha1.StepName, error) {
 			return "", withCode(ExitError, fmt.Errorf("step %s never waits for approval: only %s do", s, steps))
 		}
 	}
-	best, dist := v1alpha1.StepName(""), 4
+	// At most two edits away, as cobra suggests commands: with three, any
+	// three-letter word is "BGP".
+	best, dist := v1alpha1.StepName(""), 3
 	for _, s := range v1alpha1.ApprovableSteps {
 		if d := distance(strings.ToLower(arg), strings.ToLower(string(s))); d < dist {
 			best, dist = s, d

@@ -57,6 +57,7 @@ func TestApproveTakesOnlyApprovableStepsInAnyCase(t *testing.T) {
 		{"windowsdataplane", "step WindowsDataplane never waits for approval", ExitError},
 		{"BGB", `unknown step "BGB": did you mean BGP? The approvable steps are Encapsulation, BGP, ServicesEndpoint`, ExitError},
 		{"nonsense", `unknown step "nonsense": the approvable steps are Encapsulation, BGP, ServicesEndpoint`, ExitError},
+		{"Foo", `unknown step "Foo": the approvable steps are Encapsulation, BGP, ServicesEndpoint`, ExitError},
 		{"bgp", "", 0},
 		{"BGP", "", 0},
 	} {
