@@ -10,10 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
@@ -149,7 +147,9 @@ func exitStatus(err error, stderr io.Writer) int {
 
 // runPlugin runs kubectl winready and returns its exit status.
 func runPlugin(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The signal is the context's cause: an interrupted command exits 130
+	// or 143, never 0.
+	ctx, stop := plugin.SignalContext(context.Background())
 	defer stop()
 	return plugin.Run(ctx, "kubectl winready", args, genericiooptions.IOStreams{In: os.Stdin, Out: stdout, ErrOut: stderr})
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -16,7 +14,9 @@ import (
 // as kubectl winready plan, with kubectl's flags, the same output and exit
 // statuses (0 passes, 1 a check fails, 2 any other error).
 func runPlan(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The signal is the context's cause: an interrupted command exits 130
+	// or 143, never 0.
+	ctx, stop := plugin.SignalContext(context.Background())
 	defer stop()
 	return plan(ctx, args, stdout, stderr)
 }

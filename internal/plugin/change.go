@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,10 +13,13 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v6/value"
 	"sigs.k8s.io/yaml"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -36,7 +40,10 @@ type change struct {
 
 // apply makes ch, or, when a GitOps tool owns the object and force is
 // false, prints the spec to commit and changes nothing.
-func (o *options) apply(ctx context.Context, force bool, ch change) error {
+func (o *options) apply(ctx context.Context, force bool, output string, ch change) error {
+	if output != "yaml" && output != "patch" {
+		return withCode(ExitError, fmt.Errorf("unknown output format %q: use yaml or patch", output))
+	}
 	c, err := o.client()
 	if err != nil {
 		return err
@@ -47,7 +54,7 @@ func (o *options) apply(ctx context.Context, force bool, ch change) error {
 		if apierrors.IsNotFound(err) {
 			return errNoWindowsReadiness
 		}
-		return fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, err)
+		return fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, request("get", windowsReadinesses, err))
 	}
 	wr := &v1alpha1.WindowsReadiness{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, wr); err != nil {
@@ -67,7 +74,7 @@ func (o *options) apply(ctx context.Context, force bool, ch change) error {
 		}
 	}
 	if owner := gitOpsOwner(u); owner != "" && !force {
-		return o.printToCommit(u, spec, owner)
+		return o.printToCommit(u, spec, owner, output)
 	}
 	patch := map[string]any{"spec": spec}
 	if ch.guardByRV {
@@ -77,7 +84,7 @@ func (o *options) apply(ctx context.Context, force bool, ch change) error {
 	if err != nil {
 		return err
 	}
-	if err := c.Patch(ctx, wr, client.RawPatch(types.MergePatchType, data), client.FieldOwner(FieldManager)); err != nil {
+	if err := request("patch", windowsReadinesses, c.Patch(ctx, wr, client.RawPatch(types.MergePatchType, data), client.FieldOwner(FieldManager))); err != nil {
 		if apierrors.IsConflict(err) {
 			return fmt.Errorf("patching WindowsReadiness %s: someone else changed it meanwhile, run the command again: %w", v1alpha1.Name, err)
 		}
@@ -87,33 +94,187 @@ func (o *options) apply(ctx context.Context, force bool, ch change) error {
 	return err
 }
 
-// printToCommit writes the object as it should be in Git, the change made,
-// to stdout, and says why nothing changed.
-func (o *options) printToCommit(u *unstructured.Unstructured, spec map[string]any, owner string) error {
-	newSpec := maps.Clone(u.Object["spec"].(map[string]any))
-	maps.Copy(newSpec, spec)
-	data, err := yaml.Marshal(map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
-		"metadata": map[string]any{"name": u.GetName()}, "spec": newSpec})
+// printToCommit writes to stdout the object as it is in Git with the
+// change made (or, with -o patch, the JSON merge patch alone), and says why
+// nothing changed.
+func (o *options) printToCommit(u *unstructured.Unstructured, spec map[string]any, owner, output string) error {
+	var data []byte
+	var err error
+	if output == "patch" {
+		data, err = json.Marshal(map[string]any{"spec": spec})
+		data = append(data, '\n')
+	} else {
+		inGit, from := asInGit(u)
+		if from != "" {
+			fmt.Fprintf(o.streams.ErrOut, "The object as in Git: %s.\n", from)
+		}
+		newSpec, _ := inGit["spec"].(map[string]any)
+		if newSpec == nil {
+			newSpec = map[string]any{}
+		}
+		maps.Copy(newSpec, spec)
+		inGit["spec"] = newSpec
+		data, err = yaml.Marshal(inGit)
+	}
 	if err != nil {
 		return err
 	}
 	if _, err := o.streams.Out.Write(data); err != nil {
 		return err
 	}
+	what := "the object printed above to Git"
+	if output == "patch" {
+		what = "the change printed above (a JSON merge patch) to the file in Git"
+	}
 	return withCode(ExitManagedByGitOps, fmt.Errorf(
 		"nothing changed: windowsreadiness/%s is managed by %s, which would put the old spec back at its next sync.\n"+
-			"Commit the spec printed above to Git, or run again with --force to patch it as field manager %s "+
+			"Commit %s, or run again with --force to patch it as field manager %s "+
 			"(docs/gitops.md says when to)",
-		u.GetName(), owner, FieldManager))
+		u.GetName(), owner, what, FieldManager))
 }
 
-func forceFlag(cmd *cobra.Command, force *bool) {
+// lastApplied is the annotation of client-side apply (kubectl apply, Argo
+// CD's default sync): the object as the tool applied it.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// asInGit is the object as the GitOps tool applied it, so as it is in Git
+// (with the labels and annotations the tool adds itself, which are in the
+// object it applies), and where that was read from. In order:
+//   - the last-applied-configuration annotation of a client-side apply;
+//   - the fields a GitOps tool's server-side apply owns (managedFields):
+//     the API server's defaults and everything others wrote are left out;
+//   - failing both, the live object without what the API server keeps
+//     (resourceVersion, uid, managedFields, status, ...); the defaults it
+//     wrote into spec cannot be told apart then, and are kept.
+func asInGit(u *unstructured.Unstructured) (map[string]any, string) {
+	if data, ok := u.GetAnnotations()[lastApplied]; ok {
+		obj := map[string]any{}
+		if err := json.Unmarshal([]byte(data), &obj); err == nil {
+			return obj, "annotation " + lastApplied
+		}
+	}
+	var applied *fieldpath.Set
+	var by []string
+	for _, m := range u.GetManagedFields() {
+		if _, ok := gitOpsManagers[m.Manager]; !ok || m.Operation != metav1.ManagedFieldsOperationApply ||
+			m.Subresource != "" || m.APIVersion != u.GetAPIVersion() || m.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(bytes.NewReader(m.FieldsV1.Raw)); err != nil {
+			continue
+		}
+		if applied == nil {
+			applied = set
+		} else {
+			applied = applied.Union(set)
+		}
+		by = append(by, m.Manager)
+	}
+	if applied != nil {
+		obj, _ := owned(u.Object, applied)
+		inGit := obj.(map[string]any)
+		// managedFields do not record what identifies the object.
+		inGit["apiVersion"], inGit["kind"] = u.GetAPIVersion(), u.GetKind()
+		meta, _ := inGit["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		meta["name"] = u.GetName()
+		inGit["metadata"] = meta
+		return inGit, "the fields " + strings.Join(slices.Compact(by), ", ") + " applied (managedFields)"
+	}
+	live := u.DeepCopy()
+	meta := map[string]any{"name": live.GetName()}
+	if l := live.GetLabels(); len(l) > 0 {
+		meta["labels"] = l
+	}
+	a := live.GetAnnotations()
+	delete(a, lastApplied)
+	if len(a) > 0 {
+		meta["annotations"] = a
+	}
+	obj := map[string]any{"apiVersion": live.GetAPIVersion(), "kind": live.GetKind(), "metadata": meta}
+	if spec, ok := live.Object["spec"]; ok {
+		obj["spec"] = spec
+	}
+	return obj, "the live object (no record of what was applied): check the defaults in spec against Git"
+}
+
+// owned is the part of v that set holds (paths relative to v), and whether
+// there is any.
+func owned(v any, set *fieldpath.Set) (any, bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, val := range v {
+			pe := fieldpath.PathElement{FieldName: &k}
+			if sub, ok := set.Children.Get(pe); ok {
+				if kept, ok := owned(val, sub); ok {
+					out[k] = kept
+					continue
+				}
+			}
+			if set.Members.Has(pe) {
+				out[k] = val
+			}
+		}
+		return out, len(out) > 0
+	case []any:
+		var out []any
+		for i, item := range v {
+			for pe := range set.Children.All() {
+				if sameItem(pe, i, item) {
+					if sub, _ := set.Children.Get(pe); sub != nil {
+						if kept, ok := owned(item, sub); ok {
+							out = append(out, kept)
+						}
+					}
+				}
+			}
+			for pe := range set.Members.All() {
+				if sameItem(pe, i, item) {
+					out = append(out, item)
+				}
+			}
+		}
+		return out, len(out) > 0
+	}
+	return v, true
+}
+
+// sameItem is whether pe names item, the i-th of its list.
+func sameItem(pe fieldpath.PathElement, i int, item any) bool {
+	switch {
+	case pe.Index != nil:
+		return *pe.Index == i
+	case pe.Value != nil:
+		return value.Equals(*pe.Value, value.NewValueInterface(item))
+	case pe.Key != nil:
+		m, ok := item.(map[string]any)
+		if !ok {
+			return false
+		}
+		for _, f := range *pe.Key {
+			if !value.Equals(f.Value, value.NewValueInterface(m[f.Name])) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func gitOpsFlags(cmd *cobra.Command, force *bool, output *string) {
+	cmd.Flags().StringVarP(output, "output", "o", "yaml",
+		"what to print when Argo CD or Flux manages the WindowsReadiness: yaml, the object as in Git with the change, or patch, the JSON merge patch alone")
 	cmd.Flags().BoolVar(force, "force", false,
 		"patch even when Argo CD or Flux manages the WindowsReadiness (which puts its own spec back at the next sync); without it, print the spec to commit")
 }
 
 func approveCommand(o *options) *cobra.Command {
 	var force bool
+	var output string
 	cmd := &cobra.Command{
 		Use:   "approve STEP",
 		Short: "Approve a disruptive step that waits for approval (adds it to spec.approvedSteps): " + joinSteps(v1alpha1.ApprovableSteps),
@@ -123,7 +284,7 @@ func approveCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return o.apply(cmd.Context(), force, change{
+			return o.apply(cmd.Context(), force, output, change{
 				spec: func(wr *v1alpha1.WindowsReadiness) (map[string]any, string, error) {
 					if slices.Contains(wr.Spec.ApprovedSteps, step) {
 						return nil, string(step) + " is approved already", nil
@@ -138,7 +299,7 @@ func approveCommand(o *options) *cobra.Command {
 			})
 		},
 	}
-	forceFlag(cmd, &force)
+	gitOpsFlags(cmd, &force, &output)
 	return cmd
 }
 
@@ -156,7 +317,9 @@ func approvable(arg string) (v1alpha1.StepName, error) {
 			return "", withCode(ExitError, fmt.Errorf("step %s never waits for approval: only %s do", s, steps))
 		}
 	}
-	best, dist := v1alpha1.StepName(""), 4
+	// At most two edits away, as cobra suggests commands: with three, any
+	// three-letter word is "BGP".
+	best, dist := v1alpha1.StepName(""), 3
 	for _, s := range v1alpha1.ApprovableSteps {
 		if d := distance(strings.ToLower(arg), strings.ToLower(string(s))); d < dist {
 			best, dist = s, d
@@ -216,10 +379,11 @@ func pauseCommand(o *options, pause bool) *cobra.Command {
 		already = "not paused"
 	}
 	var force bool
+	var output string
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.apply(cmd.Context(), force, change{
+			return o.apply(cmd.Context(), force, output, change{
 				spec: func(wr *v1alpha1.WindowsReadiness) (map[string]any, string, error) {
 					if wr.Spec.Paused == pause {
 						return nil, already, nil
@@ -230,12 +394,13 @@ func pauseCommand(o *options, pause bool) *cobra.Command {
 			})
 		},
 	}
-	forceFlag(cmd, &force)
+	gitOpsFlags(cmd, &force, &output)
 	return cmd
 }
 
 func rollbackCommand(o *options) *cobra.Command {
 	var force, yes bool
+	var output string
 	cmd := &cobra.Command{
 		Use:   "rollback",
 		Short: "Roll the migration back to the recorded originals (spec.direction: Rollback); refused while Windows nodes exist",
@@ -243,7 +408,7 @@ func rollbackCommand(o *options) *cobra.Command {
 			"confirmed with --yes. Refused while condition RollbackAllowed is False (Windows nodes exist).",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.apply(cmd.Context(), force, change{
+			return o.apply(cmd.Context(), force, output, change{
 				spec: func(wr *v1alpha1.WindowsReadiness) (map[string]any, string, error) {
 					if wr.Spec.Direction == v1alpha1.DirectionRollback {
 						return nil, "spec.direction is Rollback already", nil
@@ -266,7 +431,7 @@ func rollbackCommand(o *options) *cobra.Command {
 			})
 		},
 	}
-	forceFlag(cmd, &force)
+	gitOpsFlags(cmd, &force, &output)
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "roll back without asking")
 	return cmd
 }

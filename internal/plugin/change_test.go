@@ -2,15 +2,21 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
@@ -51,6 +57,7 @@ func TestApproveTakesOnlyApprovableStepsInAnyCase(t *testing.T) {
 		{"windowsdataplane", "step WindowsDataplane never waits for approval", ExitError},
 		{"BGB", `unknown step "BGB": did you mean BGP? The approvable steps are Encapsulation, BGP, ServicesEndpoint`, ExitError},
 		{"nonsense", `unknown step "nonsense": the approvable steps are Encapsulation, BGP, ServicesEndpoint`, ExitError},
+		{"Foo", `unknown step "Foo": the approvable steps are Encapsulation, BGP, ServicesEndpoint`, ExitError},
 		{"bgp", "", 0},
 		{"BGP", "", 0},
 	} {
@@ -228,4 +235,126 @@ func TestPauseOfAGitOpsManagedObject(t *testing.T) {
 		})
 	}
 	golden(t, "pause-gitops", outs)
+}
+
+// TestTheObjectToCommitIsTheOneInGit applies a WindowsReadiness from Git as
+// Argo CD (client-side apply, its default, and server-side apply) and Flux
+// (server-side apply) do, lets the API server default it and the manager
+// write a status, and asks for a change: the object printed differs from
+// the one in Git only in the field changed, and -o patch prints that change
+// alone.
+func TestTheObjectToCommitIsTheOneInGit(t *testing.T) {
+	const spec = `spec:
+  direction: Migrate
+  requireApproval: true
+  approvedSteps: [Encapsulation]
+`
+	argo := `apiVersion: winready.io/v1alpha1
+kind: WindowsReadiness
+metadata:
+  name: default
+  annotations:
+    argocd.argoproj.io/sync-wave: "0"
+    argocd.argoproj.io/tracking-id: winready:winready.io/WindowsReadiness:/default
+  labels:
+    app.kubernetes.io/instance: winready
+    team: platform
+` + spec
+	flux := `apiVersion: winready.io/v1alpha1
+kind: WindowsReadiness
+metadata:
+  name: default
+  labels:
+    kustomize.toolkit.fluxcd.io/name: winready
+    kustomize.toolkit.fluxcd.io/namespace: flux-system
+` + spec
+	var outs strings.Builder
+	for _, tc := range []struct {
+		name, manager, inGit string
+		serverSide           bool
+	}{
+		{"Argo CD, client-side apply", "argocd-controller", argo, false},
+		{"Argo CD, server-side apply", "argocd-controller", argo, true},
+		{"Flux", "kustomize-controller", flux, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			gitObj := map[string]any{}
+			if err := yaml.Unmarshal([]byte(tc.inGit), &gitObj); err != nil {
+				t.Fatal(err)
+			}
+			applyAs(t, ctx, tc.manager, gitObj, tc.serverSide)
+			for _, tr := range []struct {
+				args  []string
+				field string
+				value any
+			}{
+				{[]string{"pause"}, "paused", true},
+				{[]string{"approve", "BGP"}, "approvedSteps", []any{"Encapsulation", "BGP"}},
+			} {
+				code, stdout, stderr := runCode(t, tr.args...)
+				outs.WriteString("### " + tc.name + "\n$ kubectl winready " + strings.Join(tr.args, " ") +
+					"\n--- stdout\n" + stdout + "--- stderr\n" + stderr)
+				if code != ExitManagedByGitOps {
+					t.Errorf("%v: exit status %d, want %d; stderr:\n%s", tr.args, code, ExitManagedByGitOps, stderr)
+				}
+				got := map[string]any{}
+				if err := yaml.Unmarshal([]byte(stdout), &got); err != nil {
+					t.Fatal(err)
+				}
+				want := runtime.DeepCopyJSON(gitObj)
+				want["spec"].(map[string]any)[tr.field] = tr.value
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%v printed, beside the change, more or less than Git holds:\n%s\nwant:\n%v", tr.args, stdout, want)
+				}
+
+				code, stdout, stderr = runCode(t, append(tr.args, "-o", "patch")...)
+				outs.WriteString("$ kubectl winready " + strings.Join(tr.args, " ") + " -o patch\n--- stdout\n" + stdout +
+					"--- stderr\n" + stderr)
+				patch, err := json.Marshal(map[string]any{"spec": map[string]any{tr.field: tr.value}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if code != ExitManagedByGitOps || stdout != string(patch)+"\n" {
+					t.Errorf("%v -o patch: exit status %d, printed %q, want %s", tr.args, code, stdout, patch)
+				}
+			}
+		})
+	}
+	golden(t, "commit-gitops", outs.String())
+}
+
+// applyAs creates obj as manager does: server-side apply, or client-side
+// apply with its last-applied-configuration annotation; then the manager
+// writes a status, which Git never holds.
+func applyAs(t *testing.T, ctx context.Context, manager string, obj map[string]any, serverSide bool) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
+	if serverSide {
+		if err := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := u.GetAnnotations()
+		a[lastApplied] = string(data)
+		u.SetAnnotations(a)
+		if err := k8s.Create(ctx, u, client.FieldOwner(manager)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if err := k8s.Delete(context.Background(), u); err != nil {
+			t.Error(err)
+		}
+	})
+	wr := getWR(t)
+	wr.Status = v1alpha1.WindowsReadinessStatus{ObservedGeneration: wr.Generation, Phase: v1alpha1.PhaseMigrating,
+		Message: "step 1/6 (StrictAffinity)"}
+	if err := k8s.Status().Update(ctx, wr); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -6,8 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,7 +42,54 @@ const (
 	// ExitRefused: the change was refused (rollback not allowed, or not
 	// confirmed).
 	ExitRefused = 7
+	// ExitForbidden: the API server refused a request (403); the message
+	// names the verb, the resource and the ClusterRole that grants it.
+	ExitForbidden = 8
+	// ExitTimeout: --timeout passed before the watch got where it was
+	// asked to, as timeout(1) exits.
+	ExitTimeout = 124
+	// ExitInterrupted is 128 plus the signal's number, as a shell reports a
+	// process the signal ended: 130 for SIGINT (Ctrl-C), 143 for SIGTERM. A
+	// pipeline must not read an interrupted watch as one that got there.
+	ExitInterrupted = 128
 )
+
+// interrupted is the cause of a context ended by a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + signalName(i.sig) }
+
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
+}
+
+// SignalContext is parent, cancelled at the first SIGINT or SIGTERM with
+// the signal as its cause, so that the exit status can tell which one came
+// (signal.NotifyContext does not say). stop releases the signals.
+func SignalContext(parent context.Context) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case sig := <-ch:
+			if s, ok := sig.(syscall.Signal); ok {
+				cancel(interrupted{sig: s})
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel(context.Canceled)
+	}
+}
 
 // exitError ends the command with a given status.
 type exitError struct {
@@ -59,11 +111,17 @@ func Run(ctx context.Context, name string, args []string, streams genericiooptio
 func execute(ctx context.Context, o *options, name string, args []string) int {
 	cmd := newCommand(o)
 	cmd.Use = strings.ReplaceAll(name, " ", "-")
-	cmd.Annotations = map[string]string{"cobra.io/display-name": name}
+	cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return 0
+	}
+	// A command ended by a signal fails with whatever the cancelled request
+	// said; the signal is the news.
+	var sig interrupted
+	if errors.As(context.Cause(ctx), &sig) {
+		err = withCode(ExitInterrupted+int(sig.sig), sig)
 	}
 	e := explain(err)
 	fmt.Fprintf(o.streams.ErrOut, "%s: %v\n", name, e.err)
@@ -77,10 +135,10 @@ func explain(err error) *exitError {
 		return e
 	}
 	switch {
+	case apierrors.IsForbidden(err):
+		return &exitError{code: ExitForbidden, err: forbidden(err)}
 	case meta.IsNoMatchError(err):
-		return &exitError{code: ExitNotInstalled, err: fmt.Errorf(
-			"winready is not installed in this cluster: the API server does not serve %s windowsreadinesses (%w).\nInstall it:\n  kubectl apply -f %s",
-			v1alpha1.GroupVersion, err, installURL())}
+		return notInstalled(err).(*exitError)
 	case unreachable(err):
 		return &exitError{code: ExitUnreachable, err: fmt.Errorf(
 			"cannot reach the cluster (%w).\nCheck the cluster kubectl uses: kubectl cluster-info, or pass --context or --kubeconfig", err)}
@@ -90,9 +148,71 @@ func explain(err error) *exitError {
 	return &exitError{code: ExitFailed, err: err}
 }
 
+// notInstalled is the error of an API server that does not serve the CRD.
+func notInstalled(err error) error {
+	return &exitError{code: ExitNotInstalled, err: fmt.Errorf(
+		"winready is not installed in this cluster: the API server does not serve %s windowsreadinesses (%w).\nInstall it:\n  kubectl apply -f %s",
+		v1alpha1.GroupVersion, err, installURL())}
+}
+
+// apiCall is a request the plugin made, for the message of a 403: the API
+// server's Status names the resource but not the verb.
+type apiCall struct {
+	verb, resource string
+	err            error
+}
+
+func (a *apiCall) Error() string { return a.err.Error() }
+func (a *apiCall) Unwrap() error { return a.err }
+
+// request wraps err from verb on resource (as RBAC spells them), nil when
+// err is.
+func request(verb, resource string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &apiCall{verb: verb, resource: resource, err: err}
+}
+
+// forbidden says who may not do what, and which of winready's ClusterRoles
+// grants it (config/rbac/user_roles.yaml, plan_role.yaml).
+func forbidden(err error) error {
+	verb, resource := "", ""
+	var call *apiCall
+	if errors.As(err, &call) {
+		verb, resource = call.verb, call.resource
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		if d := status.Status().Details; d != nil && resource == "" && d.Kind != "" {
+			resource = d.Kind
+			if d.Group != "" {
+				resource += "." + d.Group
+			}
+		}
+	}
+	role := "winready-plan"
+	switch {
+	case resource == windowsReadinesses && (verb == "patch" || verb == "update"):
+		role = "winready-editor"
+	case resource == windowsReadinesses || resource == "events" || resource == "events.events.k8s.io":
+		role = "winready-viewer"
+	}
+	what := "make this request"
+	if verb != "" {
+		what = verb + " " + resource
+	}
+	return fmt.Errorf("forbidden: you may not %s (%w).\n"+
+		"The ClusterRole %s grants it (config/rbac); ask for a ClusterRoleBinding to it, e.g.\n"+
+		"  kubectl create clusterrolebinding <you>-%s --clusterrole=%s --user=<you>", what, err, role, role, role)
+}
+
+// windowsReadinesses is the WindowsReadiness resource as RBAC names it.
+var windowsReadinesses = "windowsreadinesses." + v1alpha1.GroupVersion.Group
+
 // unreachable is whether err says no request reached an API server.
 func unreachable(err error) bool {
-	if clientcmd.IsEmptyConfig(err) || clientcmd.IsConfigurationInvalid(err) {
+	if clientcmd.IsEmptyConfig(err) {
 		return true
 	}
 	var ue *url.Error

@@ -45,7 +45,7 @@ func (o *options) plan(cmd *cobra.Command, output, specFile string) error {
 	}
 	wr, err := ReadSpec(specFile)
 	if err != nil {
-		return err
+		return withCode(ExitError, err)
 	}
 	cfg, err := o.config()
 	if err != nil {

@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -33,8 +33,6 @@ type options struct {
 	now     func() time.Time
 	// restConfig is set by tests; nil reads the kubectl flags.
 	restConfig func() (*rest.Config, error)
-	// backoff, set by tests, replaces watchBackoff.
-	backoff *wait.Backoff
 	// printed, set by tests, is called after status --watch printed.
 	printed func()
 }
@@ -43,7 +41,14 @@ func (o *options) config() (*rest.Config, error) {
 	if o.restConfig != nil {
 		return o.restConfig()
 	}
-	return o.flags.ToRESTConfig()
+	cfg, err := o.flags.ToRESTConfig()
+	// A kubeconfig that cannot be read, or a --context it lacks, is the
+	// caller's mistake, not the cluster's: no request has been made. No
+	// kubeconfig at all stays "cannot reach the cluster".
+	if err != nil && !clientcmd.IsEmptyConfig(err) {
+		return nil, withCode(ExitError, fmt.Errorf("reading the kubeconfig: %w", err))
+	}
+	return cfg, err
 }
 
 func (o *options) client() (client.Client, error) {
@@ -97,12 +102,13 @@ func (o *options) get(ctx context.Context, c client.Client) (*v1alpha1.WindowsRe
 		if apierrors.IsNotFound(err) {
 			return nil, errNoWindowsReadiness
 		}
-		return nil, fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, err)
+		return nil, fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, request("get", windowsReadinesses, err))
 	}
 	return wr, nil
 }
 
-// printAs writes obj as JSON or YAML; "" is the caller's own format.
+// printAs writes plan's result, which is not a Kubernetes object, as JSON or
+// YAML; "" is the caller's own format.
 func printAs(w io.Writer, format string, obj any) (bool, error) {
 	switch format {
 	case "":

@@ -31,17 +31,24 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files from the output")
 
 var (
-	k8s client.Client
-	cfg *rest.Config
+	k8s     client.Client
+	cfg     *rest.Config
+	testEnv *envtest.Environment
 )
 
 func TestMain(m *testing.M) {
+	// The test binary is also kubectl-winready for the tests that send it
+	// a signal (helperArgs).
+	if args := os.Getenv(helperArgs); args != "" {
+		os.Exit(runHelper(args))
+	}
 	flag.Parse()
 	// Calico's CRDs too (make envtest-assets puts them in bin/crds): plan
 	// reads the Installation.
 	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases"),
 		filepath.Join("..", "..", "bin", "crds", "operator"), filepath.Join("..", "..", "bin", "crds", "calico")},
 		ErrorIfCRDPathMissing: true}
+	testEnv = env
 	var err error
 	cfg, err = env.Start()
 	if err != nil {

@@ -13,6 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -31,8 +34,10 @@ func schemeOf() (*runtime.Scheme, error) {
 }
 
 func statusCommand(o *options) *cobra.Command {
-	var output, until string
+	var until string
 	var watch bool
+	printFlags := genericclioptions.NewPrintFlags("")
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show where the migration stands: conditions, steps, the rollout, the preflight, Windows node joins",
@@ -44,33 +49,72 @@ func statusCommand(o *options) *cobra.Command {
 			if until != "" && !slices.Contains(untilStates, until) {
 				return withCode(ExitError, fmt.Errorf("--until %q: one of %s", until, strings.Join(untilStates, ", ")))
 			}
+			var printer printers.ResourcePrinter
+			if *printFlags.OutputFormat != "" {
+				scheme, err := schemeOf()
+				if err != nil {
+					return err
+				}
+				if printer, err = printFlags.WithTypeSetter(scheme).ToPrinter(); err != nil {
+					return withCode(ExitError, err)
+				}
+			}
+			// A watch prints a stream: JSON one object a line, YAML documents
+			// separated by --- (the YAML printer does that itself).
+			oneLine := *printFlags.OutputFormat == "json"
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeoutCause(ctx, timeout, withCode(ExitTimeout,
+					fmt.Errorf("timed out: --timeout %s passed%s", duration.HumanDuration(timeout), untilSuffix(until))))
+				defer cancel()
+			}
 			if watch || until != "" {
-				return o.watchStatus(cmd.Context(), output, until)
+				return o.watchStatus(ctx, printer, oneLine, until)
 			}
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			wr, err := o.get(cmd.Context(), c)
+			wr, err := o.get(ctx, c)
 			if err != nil {
-				return err
+				return orCause(ctx, err)
 			}
-			return o.print(cmd.Context(), c, wr, output)
+			return o.print(ctx, c, wr, printer)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "json or yaml: the whole object instead of the tree")
+	// -o json|yaml|name|jsonpath=...|go-template=...: the object instead
+	// of the tree.
+	printFlags.AddFlags(cmd)
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "watch, and print again each time the spec or the status changes")
 	cmd.Flags().StringVar(&until, "until", "", "watch until the WindowsReadiness is Ready, Stalled or RolledBack (implies --watch)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (e.g. 15h) and exit 124; 0 waits for ever")
 	return cmd
+}
+
+func untilSuffix(until string) string {
+	if until == "" {
+		return ""
+	}
+	return " before the WindowsReadiness was " + until
+}
+
+// orCause is ctx's cause when ctx has ended (a timeout, a signal), which
+// says more than the request it cut short; err otherwise.
+func orCause(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
 }
 
 var untilStates = []string{"Ready", "Stalled", "RolledBack"}
 
-// print writes the WindowsReadiness as the tree, or as JSON or YAML.
-func (o *options) print(ctx context.Context, c client.Client, wr *v1alpha1.WindowsReadiness, output string) error {
-	wr.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("WindowsReadiness"))
-	if done, err := printAs(o.streams.Out, output, wr); done {
-		return err
+// print writes the WindowsReadiness with printer, or as the tree when
+// printer is nil.
+func (o *options) print(ctx context.Context, c client.Client, wr *v1alpha1.WindowsReadiness, printer printers.ResourcePrinter) error {
+	if printer != nil {
+		return printer.PrintObj(wr, o.streams.Out)
 	}
 	events, err := lastEvents(ctx, c, wr)
 	if err != nil {
@@ -89,7 +133,7 @@ func lastEvents(ctx context.Context, c client.Client, wr *v1alpha1.WindowsReadin
 	list := &eventsv1.EventList{}
 	if err := c.List(ctx, list, client.InNamespace(corev1.NamespaceDefault),
 		client.MatchingFields{"regarding.kind": "WindowsReadiness", "regarding.name": wr.Name}); err != nil {
-		return nil, fmt.Errorf("listing the Events of WindowsReadiness %s: %w", wr.Name, err)
+		return nil, fmt.Errorf("listing the Events of WindowsReadiness %s: %w", wr.Name, request("list", "events.events.k8s.io", err))
 	}
 	out := list.Items
 	slices.SortFunc(out, func(a, b eventsv1.Event) int { return eventTime(a).Compare(eventTime(b)) })

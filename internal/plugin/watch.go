@@ -1,32 +1,38 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
 )
 
-// watchBackoff spaces the retries after an API error: a blip costs a
-// second, an outage one try every half minute.
-var watchBackoff = wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Cap: 30 * time.Second, Steps: 1 << 30}
-
 // statusWatch is one status --watch: what it prints and what it last printed.
 type statusWatch struct {
-	o             *options
-	c             client.Client
-	output, until string
-	last          string
-	backoff       wait.Backoff
+	o       *options
+	c       client.Client
+	printer printers.ResourcePrinter // nil: the tree
+	// oneLine prints each JSON object on a line of its own, so that a
+	// pipeline reads the stream object by object (jq, a line reader).
+	oneLine bool
+	until   string
+	last    string
 }
 
 // show prints wr when its spec or status differs from the last one printed,
@@ -37,10 +43,7 @@ func (s *statusWatch) show(ctx context.Context, wr *v1alpha1.WindowsReadiness) (
 		return true, err
 	}
 	if string(key) != s.last {
-		if s.last != "" && s.output == "" {
-			fmt.Fprintln(s.o.streams.Out)
-		}
-		if err := s.o.print(ctx, s.c, wr, s.output); err != nil {
+		if err := s.print(ctx, wr); err != nil {
 			return true, err
 		}
 		s.last = string(key)
@@ -51,24 +54,44 @@ func (s *statusWatch) show(ctx context.Context, wr *v1alpha1.WindowsReadiness) (
 	return reached(wr, s.until)
 }
 
-// retry waits the next backoff step after err, or returns err when waiting
-// cannot help.
-func (s *statusWatch) retry(ctx context.Context, err error) error {
-	if e := explain(err); e.code == ExitNotInstalled || e.code == ExitNoWindowsReadiness {
+func (s *statusWatch) print(ctx context.Context, wr *v1alpha1.WindowsReadiness) error {
+	if s.printer == nil && s.last != "" {
+		fmt.Fprintln(s.o.streams.Out)
+	}
+	if !s.oneLine {
+		return s.o.print(ctx, s.c, wr, s.printer)
+	}
+	var indented, line bytes.Buffer
+	if err := s.printer.PrintObj(wr, &indented); err != nil {
 		return err
 	}
-	d := s.backoff.Step()
-	fmt.Fprintf(s.o.streams.ErrOut, "watch: %v; again in %s\n", err, d.Round(time.Second))
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
+	if err := json.Compact(&line, indented.Bytes()); err != nil {
+		return err
+	}
+	line.WriteByte('\n')
+	_, err := s.o.streams.Out.Write(line.Bytes())
+	return err
+}
+
+// permanent is the error that ends a watch with its own exit status, or nil
+// when err is one to ride out (the informer under the watch retries it with
+// its bounded backoff, 800ms doubling up to 30s).
+func permanent(err error) error {
+	switch {
+	case apierrors.IsForbidden(err):
+		return err
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		// A list or a watch of a resource the API server no longer serves:
+		// the CRD is gone.
+		return notInstalled(err)
 	}
 	return nil
 }
 
 // watchStatus prints the WindowsReadiness, then again each time its spec or
-// status changes, until ctx ends or it reaches until.
-func (o *options) watchStatus(ctx context.Context, output, until string) error {
+// status changes, until it reaches until, or the watch fails for good, or
+// ctx ends (then its cause, a timeout or a signal, is the error).
+func (o *options) watchStatus(ctx context.Context, printer printers.ResourcePrinter, oneLine bool, until string) error {
 	cfg, err := o.config()
 	if err != nil {
 		return err
@@ -81,62 +104,65 @@ func (o *options) watchStatus(ctx context.Context, output, until string) error {
 	if err != nil {
 		return err
 	}
-	base := watchBackoff
-	if o.backoff != nil {
-		base = *o.backoff
+	// The first read fails at once: a wrong cluster, a missing right or a
+	// missing object is for the caller to fix before anything is waited for.
+	wr, err := o.get(ctx, c)
+	if err != nil {
+		return orCause(ctx, err)
 	}
-	s := &statusWatch{o: o, c: c, output: output, until: until, backoff: base}
-	show := func(wr *v1alpha1.WindowsReadiness) (bool, error) { return s.show(ctx, wr) }
-	for ctx.Err() == nil {
-		wr, err := o.get(ctx, c)
-		if err != nil {
-			if err := s.retry(ctx, err); err != nil {
-				return err
-			}
-			continue
-		}
-		s.backoff = base
-		if done, err := show(wr); done || err != nil {
-			return err
-		}
-		w, err := c.Watch(ctx, &v1alpha1.WindowsReadinessList{}, client.MatchingFields{"metadata.name": v1alpha1.Name},
-			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: wr.ResourceVersion, AllowWatchBookmarks: true}})
-		if err != nil {
-			if err := s.retry(ctx, err); err != nil {
-				return err
-			}
-			continue
-		}
-		done, err := o.follow(w, show)
-		w.Stop()
-		if done || err != nil {
-			return err
-		}
+	s := &statusWatch{o: o, c: c, printer: printer, oneLine: oneLine, until: until}
+	if done, err := s.show(ctx, wr); done || err != nil {
+		return err
 	}
-	return nil
-}
 
-// follow hands each new state of the WindowsReadiness to show, until the
-// watch ends (then the caller reads the object again) or show is done.
-func (o *options) follow(w watch.Interface, show func(*v1alpha1.WindowsReadiness) (bool, error)) (bool, error) {
-	for ev := range w.ResultChan() {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	// The informer logs each failed request; check says it once, in the
+	// plugin's words, on stderr.
+	ctx = klog.NewContext(ctx, logr.Discard())
+	// A permanent error ends the watch through ctx: the informer would retry
+	// it for ever.
+	check := func(ctx context.Context, verb string, err error) error {
+		// Cut short by a signal or --timeout: the cause is the news.
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		err = request(verb, windowsReadinesses, err)
+		if p := permanent(err); p != nil {
+			stop(p)
+			return err
+		}
+		fmt.Fprintf(o.streams.ErrOut, "%s: %v; trying again\n", verb, err)
+		return err
+	}
+	byName := fields.OneTermEqualSelector("metadata.name", v1alpha1.Name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = byName
+			list := &v1alpha1.WindowsReadinessList{}
+			return list, check(ctx, "list", c.List(ctx, list, &client.ListOptions{Raw: &opts}))
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = byName
+			w, err := c.Watch(ctx, &v1alpha1.WindowsReadinessList{}, &client.ListOptions{Raw: &opts})
+			return w, check(ctx, "watch", err)
+		},
+	}
+	_, err = watchtools.UntilWithSync(ctx, lw, &v1alpha1.WindowsReadiness{}, nil, func(ev watch.Event) (bool, error) {
 		switch ev.Type {
+		case watch.Deleted:
+			return true, errNoWindowsReadiness
 		case watch.Added, watch.Modified:
 			wr, ok := ev.Object.(*v1alpha1.WindowsReadiness)
 			if !ok {
-				continue
+				return false, nil
 			}
-			if done, err := show(wr); done || err != nil {
-				return done, err
-			}
-		case watch.Deleted:
-			return true, errNoWindowsReadiness
-		case watch.Error:
-			fmt.Fprintf(o.streams.ErrOut, "watch: %v; reading it again\n", ev.Object)
-			return false, nil
+			return s.show(ctx, wr)
 		}
-	}
-	return false, nil
+		return false, nil
+	})
+	// Ended by a permanent error, a timeout or a signal: never success.
+	return orCause(ctx, err)
 }
 
 // reached says whether wr is in state until ("" never is), and fails when
