@@ -407,3 +407,20 @@ var _ = Describe("calico-node under the manager's token", func() {
 			To(Succeed(), "a person holds calico-node as they like")
 	})
 })
+
+var _ = Describe("The record of the originals under the manager's token", func() {
+	It("is never created during a rollback, where its delete is admitted (item 6)", func() {
+		planted := func() *corev1.ConfigMap {
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: "winready-originals",
+				Labels: map[string]string{"winready.io/originals": "true"}},
+				Data: map[string]string{"originals.json": `{"nodeMaxUnavailable":{"present":true,"value":"100%"}}`}}
+		}
+		inState(rollingBack)
+		Eventually(func() error { return manager.Create(ctx, planted(), client.DryRunAll) }).
+			Should(refusedBy("winready-manager-record-create"), "the manager's token")
+		Expect(k8s.Create(ctx, planted(), client.DryRunAll)).To(Succeed(), "an admin")
+		inState(migrating)
+		Eventually(func() error { return manager.Create(ctx, planted(), client.DryRunAll) }).
+			Should(Succeed(), "as a migration begins")
+	})
+})

@@ -107,6 +107,12 @@ winready_phase{phase="Ready"} 1x40`, 30, false},
 		{"WinreadyWindowsNodeOverdue", "none overdue", `winready_windows_nodes{state="Overdue"} 0x5 2x5
 winready_windows_nodes{state="Joining"} 3x10`, 3, false},
 
+		{"WinreadyNoLeader", "no replica leads for six minutes", `leader_election_master_status{name="winready.winready.io",pod="a"} 1x3 0x10
+leader_election_master_status{name="winready.winready.io",pod="b"} 0x13`, 10, true},
+		{"WinreadyNoLeader", "no replica leads for two minutes", `leader_election_master_status{name="winready.winready.io",pod="a"} 1x3 0x10`, 6, false},
+		{"WinreadyNoLeader", "one replica leads", `leader_election_master_status{name="winready.winready.io",pod="a"} 0x13
+leader_election_master_status{name="winready.winready.io",pod="b"} 1x13`, 10, false},
+
 		{"WinreadyCalicoNodeIgnored", "held by someone else for eleven minutes", `winready_calico_node_ignored{set_by="other"} 1x20
 winready_calico_node_ignored{set_by="winready"} 0x20`, 11, true},
 		{"WinreadyCalicoNodeIgnored", "winready's hold of a few minutes", `winready_calico_node_ignored{set_by="winready"} 0x2 1x3 0x10`, 12, false},
