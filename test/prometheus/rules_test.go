@@ -91,7 +91,10 @@ func TestAlerts(t *testing.T) {
 
 		{"WinreadyNoProgress", "migrating, no progress for over half the deadline", `winready_last_progress_timestamp_seconds 60x40
 winready_progress_deadline_seconds 1800x40
-winready_phase{phase="Migrating"} 1x40`, 17, true},
+winready_phase{phase="Migrating"} 1x40`, 22, true},
+		{"WinreadyNoProgress", "migrating, no progress for over half the deadline, for under five minutes", `winready_last_progress_timestamp_seconds 60x40
+winready_progress_deadline_seconds 1800x40
+winready_phase{phase="Migrating"} 1x40`, 18, false},
 		{"WinreadyNoProgress", "migrating, progress within half the deadline", `winready_last_progress_timestamp_seconds 60x40
 winready_progress_deadline_seconds 1800x40
 winready_phase{phase="Migrating"} 1x40`, 15, false},
