@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/probe"
 	"github.com/winready/winready/internal/round"
@@ -125,6 +126,9 @@ var _ = Describe("Operating winready", func() {
 
 		By("a blocked migration")
 		on.DeleteWR()
+		// The record of the first migration goes with the cluster it
+		// recorded: a new WindowsReadiness would take it for a foreign one.
+		Expect(k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: record.Name}})).To(Succeed())
 		Expect(calicosim.Clean(ctx, k8s)).To(Succeed())
 		cl.Pools[0].Encapsulation = operatorv1.EncapsulationIPIP
 		Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())

@@ -82,7 +82,7 @@ var _ = Describe("The Windows join gate", func() {
 
 		By("closing the gate again with a rollback, under an admitted Windows node")
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(relabel("linux-0")).Should(MatchError(ContainSubstring("not ready for Windows nodes yet")))
+		Eventually(relabel("linux-0")).Should(MatchError(ContainSubstring("not ready for Windows nodes (WindowsReadiness default has spec.direction: Rollback)")))
 		heartbeat := func() error {
 			node := &corev1.Node{}
 			if err := k8s.Get(ctx, client.ObjectKey{Name: "win-1"}, node); err != nil {
