@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
-	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/probe"
+	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 	installpkg "github.com/winready/winready/test/install"
