@@ -161,7 +161,7 @@ func asInGit(u *unstructured.Unstructured) (map[string]any, string) {
 			continue
 		}
 		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(m.FieldsV1.Raw)); err != nil {
+		if err := set.FromJSON(bytes.NewReader(m.FieldsV1.GetRawBytes())); err != nil {
 			continue
 		}
 		if applied == nil {

@@ -138,7 +138,7 @@ func explain(err error) *exitError {
 	case apierrors.IsForbidden(err):
 		return &exitError{code: ExitForbidden, err: forbidden(err)}
 	case meta.IsNoMatchError(err):
-		return notInstalled(err).(*exitError)
+		return notInstalledExit(err)
 	case unreachable(err):
 		return &exitError{code: ExitUnreachable, err: fmt.Errorf(
 			"cannot reach the cluster (%w).\nCheck the cluster kubectl uses: kubectl cluster-info, or pass --context or --kubeconfig", err)}
@@ -149,7 +149,10 @@ func explain(err error) *exitError {
 }
 
 // notInstalled is the error of an API server that does not serve the CRD.
-func notInstalled(err error) error {
+func notInstalled(err error) error { return notInstalledExit(err) }
+
+// notInstalledExit is notInstalled as the exit status it is.
+func notInstalledExit(err error) *exitError {
 	return &exitError{code: ExitNotInstalled, err: fmt.Errorf(
 		"winready is not installed in this cluster: the API server does not serve %s windowsreadinesses (%w).\nInstall it:\n  kubectl apply -f %s",
 		v1alpha1.GroupVersion, err, installURL())}

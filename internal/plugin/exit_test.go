@@ -156,7 +156,10 @@ func TestAnInterruptedWatchIsNotSuccess(t *testing.T) {
 		}
 		// The first tree printed: the watch runs, the signal handler is set.
 		lines := bufio.NewScanner(stdout)
-		for lines.Scan() && !strings.HasPrefix(lines.Text(), "WindowsReadiness/default") {
+		for lines.Scan() {
+			if strings.HasPrefix(lines.Text(), "WindowsReadiness/default") {
+				break
+			}
 		}
 		if err := cmd.Process.Signal(tc.sig); err != nil {
 			t.Fatal(err)
@@ -183,7 +186,7 @@ func TestForbiddenNamesTheVerbTheResourceAndTheRole(t *testing.T) {
 	viewer := userConfig(t, "viewer")
 	nobody := userConfig(t, "nobody")
 	// The authorizer sees the binding once its informer has it.
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		code, _, _ := runCodeWith(t, viewer, "status")
 		return code == 0, nil
 	})

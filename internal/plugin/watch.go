@@ -135,20 +135,7 @@ func (o *options) watchStatus(ctx context.Context, printer printers.ResourcePrin
 		fmt.Fprintf(o.streams.ErrOut, "%s: %v; trying again\n", verb, err)
 		return err
 	}
-	byName := fields.OneTermEqualSelector("metadata.name", v1alpha1.Name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = byName
-			list := &v1alpha1.WindowsReadinessList{}
-			return list, check(ctx, "list", c.List(ctx, list, &client.ListOptions{Raw: &opts}))
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = byName
-			w, err := c.Watch(ctx, &v1alpha1.WindowsReadinessList{}, &client.ListOptions{Raw: &opts})
-			return w, check(ctx, "watch", err)
-		},
-	}
-	_, err = watchtools.UntilWithSync(ctx, lw, &v1alpha1.WindowsReadiness{}, nil, func(ev watch.Event) (bool, error) {
+	_, err = watchtools.UntilWithSync(ctx, listWatchOf(c, check), &v1alpha1.WindowsReadiness{}, nil, func(ev watch.Event) (bool, error) {
 		switch ev.Type {
 		case watch.Deleted:
 			return true, errNoWindowsReadiness
@@ -193,4 +180,22 @@ func reached(wr *v1alpha1.WindowsReadiness, until string) (bool, error) {
 		return true, withCode(ExitFailed, fmt.Errorf("stalled before %s: %s: %s", until, c.Reason, c.Message))
 	}
 	return false, nil
+}
+
+// listWatchOf lists and watches WindowsReadiness default alone, each
+// request's error passed through check.
+func listWatchOf(c client.WithWatch, check func(ctx context.Context, verb string, err error) error) *cache.ListWatch {
+	byName := fields.OneTermEqualSelector("metadata.name", v1alpha1.Name).String()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.FieldSelector = byName
+			list := &v1alpha1.WindowsReadinessList{}
+			return list, check(ctx, "list", c.List(ctx, list, &client.ListOptions{Raw: &opts}))
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.FieldSelector = byName
+			w, err := c.Watch(ctx, &v1alpha1.WindowsReadinessList{}, &client.ListOptions{Raw: &opts})
+			return w, check(ctx, "watch", err)
+		},
+	}
 }
