@@ -86,7 +86,8 @@ var _ = BeforeSuite(func() {
 	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 	SetDefaultConsistentlyPollingInterval(50 * time.Millisecond)
 	SetDefaultConsistentlyDuration(300 * time.Millisecond)
-	testEnv = &envtest.Environment{CRDDirectoryPaths: crdPaths(true), ErrorIfCRDPathMissing: true}
+	testEnv = &envtest.Environment{CRDDirectoryPaths: crdPaths(true), ErrorIfCRDPathMissing: true,
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: crdInstallWait}}
 	auditLog = enableAudit(testEnv, GinkgoT().TempDir())
 	var err error
 	cfg, err = testEnv.Start()
@@ -244,3 +245,8 @@ func (o *operator) stop() {
 	o.cancel()
 	Eventually(o.done).Should(BeClosed(), "the manager stops")
 }
+
+// crdInstallWait bounds the wait for the CRDs to be served: envtest's 10
+// seconds are short on two cores where make test starts several control
+// planes at once (the CRD install, not the start, timed out there).
+const crdInstallWait = 2 * time.Minute

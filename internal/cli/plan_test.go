@@ -173,6 +173,7 @@ func TestPlan(t *testing.T) {
 		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases"),
 			filepath.Join(root, "bin", "crds", "operator"), filepath.Join(root, "bin", "crds", "calico")},
 		ErrorIfCRDPathMissing: true,
+		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: crdInstallWait},
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -438,3 +439,8 @@ func rowOf(out, word string) []string {
 	}
 	return nil
 }
+
+// crdInstallWait bounds the wait for the CRDs to be served: envtest's 10
+// seconds are short on two cores where make test starts several control
+// planes at once (the CRD install, not the start, timed out there).
+const crdInstallWait = 2 * time.Minute

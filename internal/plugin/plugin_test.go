@@ -47,7 +47,8 @@ func TestMain(m *testing.M) {
 	// reads the Installation.
 	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases"),
 		filepath.Join("..", "..", "bin", "crds", "operator"), filepath.Join("..", "..", "bin", "crds", "calico")},
-		ErrorIfCRDPathMissing: true}
+		ErrorIfCRDPathMissing: true,
+		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: crdInstallWait}}
 	testEnv = env
 	var err error
 	cfg, err = env.Start()
@@ -296,3 +297,8 @@ func TestVersionPrintsTheBuild(t *testing.T) {
 		t.Errorf("version printed %q, %v", out, err)
 	}
 }
+
+// crdInstallWait bounds the wait for the CRDs to be served: envtest's 10
+// seconds are short on two cores where make test starts several control
+// planes at once (the CRD install, not the start, timed out there).
+const crdInstallWait = 2 * time.Minute

@@ -42,6 +42,7 @@ var _ = BeforeSuite(func() {
 			filepath.Join(root, "bin", "crds", "operator"),
 		},
 		ErrorIfCRDPathMissing: true,
+		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: crdInstallWait},
 		BinaryAssetsDirectory: os.Getenv("KUBEBUILDER_ASSETS"),
 	}
 	var err error
@@ -95,3 +96,8 @@ func runSimulator(opts calicosim.Options) (*calicosim.Simulator, func()) {
 	DeferCleanup(stop)
 	return sim, stop
 }
+
+// crdInstallWait bounds the wait for the CRDs to be served: envtest's 10
+// seconds are short on two cores where make test starts several control
+// planes at once (the CRD install, not the start, timed out there).
+const crdInstallWait = 2 * time.Minute

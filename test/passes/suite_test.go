@@ -71,6 +71,7 @@ var _ = BeforeSuite(func() {
 			filepath.Join("..", "..", "bin", "crds", "calico"),
 		},
 		ErrorIfCRDPathMissing: true,
+		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: crdInstallWait},
 	}
 	var err error
 	cfg, err = testEnv.Start()
@@ -87,3 +88,8 @@ var _ = BeforeSuite(func() {
 		}
 	}
 })
+
+// crdInstallWait bounds the wait for the CRDs to be served: envtest's 10
+// seconds are short on two cores where make test starts several control
+// planes at once (the CRD install, not the start, timed out there).
+const crdInstallWait = 2 * time.Minute
