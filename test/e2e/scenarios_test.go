@@ -422,8 +422,10 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 			"winready-manager-calico-node", "an env var of calico-node")
 		refused(ds, `[{"op":"add","path":"/spec/template/spec/volumes/-","value":{"name":"root","hostPath":{"path":"/"}}}]`,
 			"winready-manager-calico-node", "a hostPath volume on calico-node")
-		refused(on.Installation(), `[{"op":"replace","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":"100%"}]`,
-			"winready-manager-installation", "maxUnavailable 100%, beyond the CRD's bound whatever the spec says")
+		// Both Installation policies refuse it; the API server names one.
+		Expect(stolen.Patch(ctx, on.Installation(), client.RawPatch(types.JSONPatchType,
+			[]byte(`[{"op":"replace","path":"/spec/nodeUpdateStrategy/rollingUpdate/maxUnavailable","value":"100%"}]`)), client.DryRunAll)).
+			To(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'winready-manager-installation")), "maxUnavailable 100%")
 
 		By("every value bounded by the spec and its direction, in Ready")
 		inst := on.Installation()

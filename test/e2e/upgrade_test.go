@@ -103,7 +103,7 @@ var _ = Describe("Upgrading winready in the middle of a migration", Ordered, fun
 		running, err = runAsInstalled(ctx, k8s, cfg, manager, "winready-upgraded", winreadyBin())
 		Expect(err).NotTo(HaveOccurred())
 		By("taking the earlier release's record, which names no WindowsReadiness, only once a person accepts it")
-		Eventually(on.Condition(conditions.Stalled), why).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonForeignRecord))
+		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonForeignRecord), why)
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Preflight.Acknowledge = append(wr.Spec.Preflight.Acknowledge, v1alpha1.AcknowledgeForeignRecord)
 		})
