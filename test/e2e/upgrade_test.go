@@ -13,8 +13,6 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
-	"github.com/winready/winready/internal/conditions"
-	"github.com/winready/winready/test/kit/look"
 )
 
 // earlierRevision is the winready a running migration is upgraded from: a
@@ -102,11 +100,6 @@ var _ = Describe("Upgrading winready in the middle of a migration", Ordered, fun
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.PodNetworkCheck.Disabled = skipProbe() })
 		running, err = runAsInstalled(ctx, k8s, cfg, manager, "winready-upgraded", winreadyBin())
 		Expect(err).NotTo(HaveOccurred())
-		By("taking the earlier release's record, which names no WindowsReadiness, only once a person accepts it")
-		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonForeignRecord), why)
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
-			wr.Spec.Preflight.Acknowledge = append(wr.Spec.Preflight.Acknowledge, v1alpha1.AcknowledgeForeignRecord)
-		})
 		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady), why)
 
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
