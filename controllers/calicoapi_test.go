@@ -13,6 +13,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/test/kit"
 	"github.com/winready/winready/test/kit/look"
 )
 
@@ -21,7 +22,7 @@ var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
 		// A control plane of its own: only the operator.tigera.io CRDs, as in
 		// a cluster with crd.projectcalico.org/v1 and no Calico API server.
 		env := &envtest.Environment{CRDDirectoryPaths: crdPaths(false), ErrorIfCRDPathMissing: true,
-			CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: crdInstallWait}}
+			CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: kit.CRDInstallWait}}
 		restCfg, err := env.Start()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(env.Stop)
@@ -66,7 +67,7 @@ var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
 		// A control plane of its own whose projectcalico.org/v3 is an
 		// aggregated API server that is not running.
 		env := &envtest.Environment{CRDDirectoryPaths: crdPaths(false), ErrorIfCRDPathMissing: true,
-			CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: crdInstallWait}}
+			CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: kit.CRDInstallWait}}
 		restCfg, err := env.Start()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(env.Stop)

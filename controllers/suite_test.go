@@ -28,6 +28,7 @@ import (
 	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/internal/securemetrics"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit"
 	"github.com/winready/winready/test/kit/look"
 )
 
@@ -87,7 +88,7 @@ var _ = BeforeSuite(func() {
 	SetDefaultConsistentlyPollingInterval(50 * time.Millisecond)
 	SetDefaultConsistentlyDuration(300 * time.Millisecond)
 	testEnv = &envtest.Environment{CRDDirectoryPaths: crdPaths(true), ErrorIfCRDPathMissing: true,
-		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: crdInstallWait}}
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: kit.CRDInstallWait}}
 	auditLog = enableAudit(testEnv, GinkgoT().TempDir())
 	var err error
 	cfg, err = testEnv.Start()
@@ -245,8 +246,3 @@ func (o *operator) stop() {
 	o.cancel()
 	Eventually(o.done).Should(BeClosed(), "the manager stops")
 }
-
-// crdInstallWait bounds the wait for the CRDs to be served: envtest's 10
-// seconds are short on two cores where make test starts several control
-// planes at once (the CRD install, not the start, timed out there).
-const crdInstallWait = 2 * time.Minute

@@ -163,7 +163,7 @@ func environment(opts Options) (*envtest.Environment, error) {
 		CRDs:                  own,
 		CRDDirectoryPaths:     []string{filepath.Join(dir, "operator"), filepath.Join(dir, "calico")},
 		ErrorIfCRDPathMissing: true,
-		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: crdInstallWait},
+		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: CRDInstallWait},
 		BinaryAssetsDirectory: opts.ControlPlane,
 	}
 	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
@@ -241,7 +241,7 @@ func (c *Cluster) Client() client.Client { return c.client }
 // one's own.
 func (c *Cluster) Config() *rest.Config { return c.cfg }
 
-// crdInstallWait bounds the wait for the CRDs to be served: envtest's 10
+// CRDInstallWait bounds the wait for the CRDs to be served: envtest's 10
 // seconds are short on two cores where make test starts several control
 // planes at once (the CRD install, not the start, timed out there).
-const crdInstallWait = 2 * time.Minute
+const CRDInstallWait = 2 * time.Minute

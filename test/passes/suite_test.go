@@ -28,6 +28,7 @@ import (
 
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit"
 	"github.com/winready/winready/test/kit/look"
 )
 
@@ -71,7 +72,7 @@ var _ = BeforeSuite(func() {
 			filepath.Join("..", "..", "bin", "crds", "calico"),
 		},
 		ErrorIfCRDPathMissing: true,
-		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: crdInstallWait},
+		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: kit.CRDInstallWait},
 	}
 	var err error
 	cfg, err = testEnv.Start()
@@ -88,8 +89,3 @@ var _ = BeforeSuite(func() {
 		}
 	}
 })
-
-// crdInstallWait bounds the wait for the CRDs to be served: envtest's 10
-// seconds are short on two cores where make test starts several control
-// planes at once (the CRD install, not the start, timed out there).
-const crdInstallWait = 2 * time.Minute
