@@ -20,11 +20,13 @@ import (
 
 // readRecord reads the durable record of the originals and shows in the
 // status the originals this pass goes on from: the record's, when this
-// WindowsReadiness wrote it or a person acknowledged it, else none. The
-// originals the status held are never read back: the manager's token may
-// write the status, so they prove nothing, and a status lost or restored
-// from a backup would be wrong anyway. The record outlives the
-// WindowsReadiness and is written before the first change.
+// WindowsReadiness wrote it or a person acknowledged it. The originals the
+// status held are never taken as they are: the manager's token may write the
+// status, so they prove nothing. When no record exists they stay on show,
+// unrecorded, until a person decides (foreignRecord): a winready from before
+// the record kept the originals in the status alone, and dropping them would
+// lose what a rollback needs. The record outlives the WindowsReadiness and is
+// written before the first change.
 type readRecord struct{ *Reconciler }
 
 func (r readRecord) reconcile(ctx context.Context, s *scope) Outcome {
@@ -33,11 +35,20 @@ func (r readRecord) reconcile(ctx context.Context, s *scope) Outcome {
 		return failed(err)
 	}
 	s.record = rec
+	shown := s.wr.Status.Originals
 	s.wr.Status.Originals = nil
-	if s.adopted() {
+	switch {
+	case s.adopted():
 		s.wr.Status.Originals = rec.Originals.DeepCopy()
+	case rec == nil:
+		s.wr.Status.Originals = shown
 	}
 	return done()
+}
+
+// unrecorded says whether the status shows originals that no record holds.
+func (s *scope) unrecorded() bool {
+	return s.record == nil && s.wr.Status.Originals != nil
 }
 
 // adopted says whether the pass goes on from the record: there is one, and
@@ -58,7 +69,10 @@ func foreignRecordAcknowledged(s *scope) bool {
 // back, so a person reads them first.
 type foreignRecord struct{ *Reconciler }
 
-func (r foreignRecord) reconcile(_ context.Context, s *scope) Outcome {
+func (r foreignRecord) reconcile(ctx context.Context, s *scope) Outcome {
+	if s.unrecorded() {
+		return r.unrecordedOriginals(ctx, s)
+	}
 	rec := s.record
 	if rec == nil || s.adopted() {
 		return done()
@@ -72,6 +86,51 @@ func (r foreignRecord) reconcile(_ context.Context, s *scope) Outcome {
 		"if not, delete or correct the ConfigMap and annotate the WindowsReadiness",
 		r.opts.Namespace, record.Name, rec.Created.UTC().Format(time.RFC3339), who, record.Holds(rec.Originals),
 		v1alpha1.AcknowledgeForeignRecord)
+	s.set(conditions.OriginalsRecorded, metav1.ConditionFalse, conditions.ReasonForeignRecord, msg)
+	return stop(conditions.ReasonForeignRecord, "%s", msg)
+}
+
+// unrecordedOriginals stops a migration or a rollback, before any change, on
+// originals the status shows and no record holds: a winready from before the
+// record kept them there alone (an upgrade in the middle of a migration), or
+// another hand wrote them. Acknowledged in a migration, they become the
+// record of this WindowsReadiness, and the migration goes on from them.
+// Cleared by a person, the migration records the cluster as it is then.
+func (r foreignRecord) unrecordedOriginals(ctx context.Context, s *scope) Outcome {
+	shown := s.wr.Status.Originals
+	acknowledged := foreignRecordAcknowledged(s)
+	if acknowledged && s.wr.Spec.Direction != v1alpha1.DirectionRollback {
+		o := shown.DeepCopy()
+		if err := record.Complete(ctx, r.APIReader, o); err != nil {
+			return failed(err)
+		}
+		if err := r.saveRecord(ctx, s, o); err != nil {
+			return failed(err)
+		}
+		rec, known := r.seen.recordOf(s.wr.UID)
+		if !known || rec == nil {
+			return failed(fmt.Errorf("ConfigMap %s/%s appeared while the acknowledged originals were being recorded; the next pass reads it",
+				r.opts.Namespace, record.Name))
+		}
+		s.record, s.wr.Status.Originals = rec, o
+		msg := fmt.Sprintf("the originals status.originals showed, acknowledged (%s), recorded in ConfigMap %s/%s; "+
+			"the migration goes on from them", v1alpha1.AcknowledgeForeignRecord, r.opts.Namespace, record.Name)
+		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord, msg)
+		s.note(corev1.EventTypeNormal, conditions.ReasonRestoredRecord, "Record", "%s", msg)
+		return done()
+	}
+	next := fmt.Sprintf("If these are the cluster's values from before the first change, add %s to spec.preflight.acknowledge",
+		v1alpha1.AcknowledgeForeignRecord)
+	if s.wr.Spec.Direction == v1alpha1.DirectionRollback {
+		next = fmt.Sprintf("A rollback restores from the record alone: if these are the cluster's values from before the first change, "+
+			"set spec.direction to Migrate with %s in spec.preflight.acknowledge, which records them, then roll back",
+			v1alpha1.AcknowledgeForeignRecord)
+	}
+	msg := fmt.Sprintf("nothing was changed: status.originals shows values that no record holds (ConfigMap %s/%s does not exist): "+
+		"a winready from before the record kept them in the status alone, or another hand wrote them. They are: %s. %s; "+
+		"if not, clear them (kubectl patch windowsreadiness %s --subresource=status --type=merge -p '{\"status\":{\"originals\":null}}') "+
+		"and the migration records the cluster as it is then",
+		r.opts.Namespace, record.Name, record.Holds(shown), next, s.wr.Name)
 	s.set(conditions.OriginalsRecorded, metav1.ConditionFalse, conditions.ReasonForeignRecord, msg)
 	return stop(conditions.ReasonForeignRecord, "%s", msg)
 }

@@ -34,10 +34,16 @@ func (r rollback) reconcile(ctx context.Context, s *scope) Outcome {
 type rolledBack struct{ *Reconciler }
 
 func (r rolledBack) reconcile(ctx context.Context, s *scope) Outcome {
+	// The status stops showing the originals before the record goes: the
+	// other order could leave originals on show that no record holds, which
+	// the next pass would stop on (foreignRecord).
+	s.wr.Status.Originals = nil
+	s.wr.Status.Targets = nil
+	if err := r.checkpoint(ctx, s, "deleting the record"); err != nil {
+		return failed(err)
+	}
 	if err := r.deleteRecord(ctx, s); err != nil {
 		return failed(err)
 	}
-	s.wr.Status.Originals = nil
-	s.wr.Status.Targets = nil
 	return stop(conditions.ReasonRolledBack, "every value the migration changed is restored")
 }

@@ -52,7 +52,7 @@ for version in "${versions[@]}"; do
   echo "e2e-matrix: Tigera operator ${version}: ${what} (log: ${log})" >&2
   start=${SECONDS}
   (cd "${ROOT}" && E2E_BACKEND=real E2E_OPERATOR_VERSION="${version}" E2E_LOG_DIR="${logdir}" \
-    go test ./test/e2e/ -count=1 -timeout 40m -v -ginkgo.v "${flags[@]}") >"${log}" 2>&1
+    go test ./test/e2e/ -count=1 -timeout 40m -v -ginkgo.v -ginkgo.no-color "${flags[@]}") >"${log}" 2>&1
   rc=$?
   elapsed=$((SECONDS - start))
   ran="$(grep -Eo 'Ran [0-9]+ of [0-9]+ Specs' "${log}" | tail -1)"

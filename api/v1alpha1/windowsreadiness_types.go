@@ -61,7 +61,10 @@ const (
 	// by a WindowsReadiness deleted and applied again, by an earlier
 	// winready, or created by anyone else. The migration goes on from its
 	// values and a rollback writes them back, so a person reads them (the
-	// condition OriginalsRecorded names them) before accepting.
+	// condition OriginalsRecorded names them) before accepting. In a
+	// migration it also accepts originals that status.originals shows and
+	// no record holds (a winready from before the record kept them there
+	// alone): they become this WindowsReadiness's record.
 	AcknowledgeForeignRecord Acknowledgement = "ForeignRecord"
 )
 
@@ -120,7 +123,8 @@ type PreflightSpec struct {
 	// and so do an Installation that a Helm release renders and a Calico older
 	// than the oldest tested version. ForeignRecord accepts a record of the
 	// originals this WindowsReadiness did not write, in a migration and in a
-	// rollback; without it, both stop before any change.
+	// rollback, and, in a migration, originals the status shows that no
+	// record holds; without it, both stop before any change.
 	// +kubebuilder:validation:MaxItems=5
 	// +listType=set
 	// +optional

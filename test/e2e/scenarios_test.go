@@ -364,6 +364,12 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		Expect(stolenManagerClient().Status().Patch(ctx, forged, client.MergeFrom(wr))).To(Succeed(), "the status is the manager's to write")
 		Consistently(joins).Should(MatchError(ContainSubstring("'winready-windows-node-gate-calico'")),
 			"the gate reads what the Tigera operator rolled out, not winready's status")
+		// A paused WindowsReadiness gets no pass that would write its status
+		// again: the next spec waits for Ready, so the forged phase goes.
+		now := on.WR()
+		restored := now.DeepCopy()
+		restored.Status.Phase = wr.Status.Phase
+		Expect(stolenManagerClient().Status().Patch(ctx, restored, client.MergeFrom(now))).To(Succeed())
 	})
 
 	It("migrates to Ready replacing each calico-node pod once, at the asked pace, and Calico runs the Windows-ready configuration", Label("core"), func() {

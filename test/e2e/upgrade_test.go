@@ -13,6 +13,7 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
 )
 
 // earlierRevision is the winready a running migration is upgraded from: a
@@ -100,6 +101,12 @@ var _ = Describe("Upgrading winready in the middle of a migration", Ordered, fun
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.PodNetworkCheck.Disabled = skipProbe() })
 		running, err = runAsInstalled(ctx, k8s, cfg, manager, "winready-upgraded", winreadyBin())
 		Expect(err).NotTo(HaveOccurred())
+		By("stopping on the originals the earlier release kept in the status alone, until a person acknowledges them")
+		Eventually(on.Condition(conditions.OriginalsRecorded)).Should(And(
+			HaveField("Reason", conditions.ReasonForeignRecord), HaveField("Message", ContainSubstring("status.originals"))), why)
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Preflight.Acknowledge = append(wr.Spec.Preflight.Acknowledge, v1alpha1.AcknowledgeForeignRecord)
+		})
 		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady), why)
 
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
-	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/test/calicosim"
@@ -62,8 +61,7 @@ var _ = Describe("What winready does not take from its own status or a record it
 		Expect(originalsRecord()).To(BeNil(), "nothing recorded before the first change")
 	})
 
-	It("runs the preflight and records the cluster when the status shows originals and Ready but no record exists", func() {
-		agents.Silence("linux-2")
+	It("stops before any change when the status shows originals no record holds, and records the cluster once a person clears them", func() {
 		on.CreateWR()
 		forgeStatus(func(st *v1alpha1.WindowsReadinessStatus) {
 			st.Phase = v1alpha1.PhaseReady
@@ -71,18 +69,45 @@ var _ = Describe("What winready does not take from its own status or a record it
 				BGP:                v1alpha1.OriginalValue{Present: true, Value: "Disabled"},
 				NodeMaxUnavailable: &v1alpha1.OriginalValue{Present: true, Value: "100%"}}
 		})
-		reconcileUntil(b, on.Condition(conditions.Stalled), probeFailed, "the originals in the status skip no check")
-		Expect(on.Touched()).To(Equal(original))
-		Expect(originalsRecord()).To(BeNil(), "the status's originals never become the record")
-		Expect(on.WR().Status.Originals).To(BeNil(), "the status shows no originals without a record")
+		reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonForeignRecord))
+		recorded := on.Condition(conditions.OriginalsRecorded)()
+		Expect(recorded).To(look.HaveStatus(metav1.ConditionFalse, conditions.ReasonForeignRecord))
+		Expect(recorded.Message).To(And(ContainSubstring("status.originals"), ContainSubstring("bgp Disabled"),
+			ContainSubstring("maxUnavailable 100%"), ContainSubstring("ForeignRecord"), ContainSubstring("--subresource=status")),
+			"the condition names the values and both ways on")
+		b.rest(time.Hour)
+		Expect(on.Touched()).To(Equal(original), "nothing changed")
+		Expect(originalsRecord()).To(BeNil(), "the status's originals never become the record unacknowledged")
+		Expect(on.WR().Status.Preflight).To(BeNil(), "not even the preflight runs")
 
-		agents.Reset()
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
-			metav1.SetMetaDataAnnotation(&wr.ObjectMeta, controllers.RerunPreflightAnnotation, "path-open")
-		})
+		forgeStatus(func(st *v1alpha1.WindowsReadinessStatus) { st.Originals = nil })
 		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
 		Expect(loadRecord().Originals.BGP).To(Equal(v1alpha1.OriginalValue{Present: true, Value: "Enabled"}),
 			"recorded from the cluster before the first change")
+	})
+
+	It("goes on from originals an earlier winready kept in its status alone, once acknowledged, and rolls back to them", func() {
+		on.CreateWR()
+		reconcileUntil(b, func() v1alpha1.StepState { return on.Step(v1alpha1.StepBGP)().State }, Equal(v1alpha1.StepCompleted))
+		kept := on.WR().Status.Originals.DeepCopy()
+		By("an upgrade from a winready that wrote no record, in the middle of the migration")
+		Expect(k8s.Delete(ctx, originalsRecord())).To(Succeed())
+		b.restart()
+		reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonForeignRecord))
+		Expect(on.WR().Status.Originals).To(Equal(kept), "the originals stay on show until a person decides")
+		Expect(on.WR().Spec.Direction).NotTo(Equal(v1alpha1.DirectionRollback))
+
+		acknowledgeRecord()
+		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
+		rec := loadRecord()
+		Expect(rec.WrittenBy(on.WR().UID)).To(BeTrue(), "acknowledged, they are this WindowsReadiness's record")
+		Expect(rec.Originals.RecordedAt).To(Equal(kept.RecordedAt), "the record holds what the status showed")
+		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRestoredRecord))
+
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseRolledBack))
+		Expect(on.Touched()).To(Equal(original), "rolled back to the values before the first change")
+		Expect(originalsRecord()).To(BeNil())
 	})
 
 	It("stops before any change on a record planted before the WindowsReadiness, and goes on from it once acknowledged", func() {
