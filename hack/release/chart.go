@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/mod/semver"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -201,13 +202,32 @@ func annotate(obj map[string]any) {
 	meta["annotations"] = marker("ANNOTATIONS")
 }
 
-// buildPrometheus builds config/prometheus, as kubectl apply -k would.
-func buildPrometheus(configDir string) ([]byte, error) {
+// buildPrometheus builds config/prometheus, as kubectl apply -k would, with
+// the alerts' runbook URLs at the release's tag (pinRunbooks).
+func buildPrometheus(configDir, version string) ([]byte, error) {
 	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join(configDir, "prometheus"))
 	if err != nil {
 		return nil, fmt.Errorf("building config/prometheus: %w", err)
 	}
-	return res.AsYaml()
+	out, err := res.AsYaml()
+	if err != nil {
+		return nil, err
+	}
+	return pinRunbooks(out, version), nil
+}
+
+// runbookBranch is where config/prometheus's runbook URLs point: the
+// troubleshooting guide as it is on the main branch.
+const runbookBranch = "https://github.com/winready/winready/blob/main/"
+
+// pinRunbooks points the runbook URLs at the release's tag, so that an alert
+// fired by a release opens the guide written for it, not today's. A build
+// that is no release (a version that is not vX.Y.Z) keeps the main branch.
+func pinRunbooks(rules []byte, version string) []byte {
+	if !semver.IsValid(version) {
+		return rules
+	}
+	return bytes.ReplaceAll(rules, []byte(runbookBranch), []byte(strings.Replace(runbookBranch, "/blob/main/", "/blob/"+version+"/", 1)))
 }
 
 // writeChart writes the chart of install (config/default as rendered for
@@ -222,7 +242,7 @@ func writeChart(configDir, dir, version string, install []byte, repository, dige
 	if err := installTemplates(install, files, &v); err != nil {
 		return err
 	}
-	if err := prometheusTemplates(configDir, files); err != nil {
+	if err := prometheusTemplates(configDir, version, files); err != nil {
 		return err
 	}
 	files["templates/_helpers.tpl"] = []byte(`{{/* The manager's image, which is also WINREADY_IMAGE: the probe agents' image, which the
@@ -286,8 +306,8 @@ func installTemplates(install []byte, files map[string][]byte, v *chartValues) e
 // serviceMonitor is enabled, and the PrometheusRule when prometheusRule is.
 // Only the ServiceMonitor and the PrometheusRule take the extra labels: they
 // are what a Prometheus selects.
-func prometheusTemplates(configDir string, files map[string][]byte) error {
-	prom, err := buildPrometheus(configDir)
+func prometheusTemplates(configDir, version string, files map[string][]byte) error {
+	prom, err := buildPrometheus(configDir, version)
 	if err != nil {
 		return err
 	}

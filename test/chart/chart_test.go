@@ -4,6 +4,7 @@
 package chart
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -187,12 +188,14 @@ prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack}}
 		}
 	}
 	// The monitoring objects are config/prometheus's, with the annotations
-	// added, and the labels on what a Prometheus selects.
+	// added, the labels on what a Prometheus selects, and the runbooks at
+	// the release's tag.
 	for _, file := range []string{"servicemonitor.yaml", "prometheusrule.yaml", "scraper.yaml"} {
 		data, err := os.ReadFile(filepath.Join(root, "config", "prometheus", file))
 		if err != nil {
 			t.Fatal(err)
 		}
+		data = bytes.ReplaceAll(data, []byte("/winready/blob/main/"), []byte("/winready/blob/v0.1.0/"))
 		for _, want := range decode(t, file, data) {
 			meta := want["metadata"].(map[string]any)
 			if kind := want["kind"]; kind == "ServiceMonitor" || kind == "PrometheusRule" {
