@@ -74,10 +74,17 @@ var reads = []access{
 	{verb: "watch", group: "events.k8s.io", resource: "events", namespace: "default"},
 }
 
-// specWrites are what only the editor may do.
+// specWrites are what only the editor and the admin may do.
 var specWrites = []access{
 	{verb: "patch", group: "winready.io", resource: wr, name: "default"},
 	{verb: "update", group: "winready.io", resource: wr, name: "default"},
+}
+
+// adminDecisions are the verbs the admission policy winready-admin-changes
+// asks for before a rollback or an acknowledgement: the admin's alone.
+var adminDecisions = []access{
+	{verb: "rollback", group: "winready.io", resource: wr, name: "default"},
+	{verb: "acknowledge", group: "winready.io", resource: wr, name: "default"},
 }
 
 // neverPeople are refused to every role for people: the status is the
@@ -184,7 +191,8 @@ func TestRolesForPeople(t *testing.T) {
 	}
 	// The authorizer sees a binding once its informer has it: wait for the
 	// first allowed request of each role.
-	for name, first := range map[string]access{"winready-viewer": reads[0], "winready-editor": specWrites[0], "winready-plan": planReads[0]} {
+	for name, first := range map[string]access{"winready-viewer": reads[0], "winready-editor": specWrites[0],
+		"winready-admin": adminDecisions[0], "winready-plan": planReads[0]} {
 		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 			return allowed(name+"-user", first), nil
 		}); err != nil {
@@ -209,20 +217,23 @@ func TestRolesForPeople(t *testing.T) {
 		}
 	}
 	t.Run("the viewer reads WindowsReadiness and its Events, and changes nothing", func(t *testing.T) {
-		check(t, "winready-viewer", [][]access{reads}, [][]access{specWrites, neverPeople})
+		check(t, "winready-viewer", [][]access{reads}, [][]access{specWrites, adminDecisions, neverPeople})
 	})
-	t.Run("the editor also patches and updates the spec, not the status", func(t *testing.T) {
-		check(t, "winready-editor", [][]access{reads, specWrites}, [][]access{neverPeople})
+	t.Run("the editor also patches and updates the spec, not the status, and decides no rollback", func(t *testing.T) {
+		check(t, "winready-editor", [][]access{reads, specWrites}, [][]access{adminDecisions, neverPeople})
+	})
+	t.Run("the admin also decides a rollback and an acknowledgement", func(t *testing.T) {
+		check(t, "winready-admin", [][]access{reads, specWrites, adminDecisions}, [][]access{neverPeople})
 	})
 	t.Run("the plan role reads what winready plan reads, and writes nothing", func(t *testing.T) {
-		check(t, "winready-plan", [][]access{planReads}, [][]access{planRefused, specWrites})
+		check(t, "winready-plan", [][]access{planReads}, [][]access{planRefused, specWrites, adminDecisions})
 	})
 
 	// envtest runs no kube-controller-manager, whose aggregation controller
 	// copies the rules: check that the built-in roles' own selectors pick
 	// ours, as that controller would.
-	t.Run("the viewer and the editor are aggregated to view and edit", func(t *testing.T) {
-		for builtin, ours := range map[string]string{"view": "winready-viewer", "edit": "winready-editor"} {
+	t.Run("the viewer is aggregated to view; the editor and the admin to nothing", func(t *testing.T) {
+		for _, builtin := range []string{"view", "edit", "admin"} {
 			cr, err := cs.RbacV1().ClusterRoles().Get(ctx, builtin, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -242,14 +253,13 @@ func TestRolesForPeople(t *testing.T) {
 					}
 				}
 			}
-			if !picked[ours] {
-				t.Errorf("%s's aggregationRule does not pick %s", builtin, ours)
+			if builtin == "view" && !picked["winready-viewer"] {
+				t.Errorf("view's aggregationRule does not pick winready-viewer")
 			}
-			if picked["winready-plan"] {
-				t.Errorf("%s's aggregationRule picks winready-plan, which is for CI alone", builtin)
-			}
-			if builtin == "view" && picked["winready-editor"] {
-				t.Error("view's aggregationRule picks winready-editor: view would patch the spec")
+			for _, never := range []string{"winready-plan", "winready-editor", "winready-admin"} {
+				if picked[never] {
+					t.Errorf("%s's aggregationRule picks %s: every %s of a namespace would get it", builtin, never, builtin)
+				}
 			}
 		}
 	})

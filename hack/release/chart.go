@@ -20,10 +20,10 @@ import (
 
 // The Helm chart is generated from the same kustomize build as install.yaml,
 // so that the two cannot drift: every object of config/default becomes a
-// template (the CRD goes to crds/, which Helm installs first and keeps on
-// uninstall), and the fields a platform team sets are cut out of the manager's
-// Deployment and replaced by values whose defaults are what config/default
-// holds. test/chart renders the chart with the Helm SDK and compares it with
+// template (the CRD too, in templates/crds.yaml, so that helm upgrade
+// upgrades it, kept on uninstall by crds.keep), and the fields a platform
+// team sets are cut out of the manager's Deployment and replaced by values
+// whose defaults are what config/default holds. test/chart renders the chart with the Helm SDK and compares it with
 // install.yaml.
 
 // A hole is a field of a rendered object replaced by a template: the
@@ -39,33 +39,58 @@ const (
 	block
 	// merge: the value's entries, added to the map the marker is in.
 	merge
+	// items: the value's items, added to the list the marker is the last
+	// item of.
+	items
+	// entry: the hole's line, added to the map the marker is in when the
+	// value is true.
+	entry
 )
 
 var holes = map[string]struct {
 	kind hole
 	expr string
+	line string
 }{
-	"IMAGE":             {scalar, `include "winready.image" . | quote`},
-	"REPLICAS":          {scalar, `.Values.replicas`},
-	"RESOURCES":         {block, `.Values.resources`},
-	"NODESELECTOR":      {block, `.Values.nodeSelector`},
-	"TOLERATIONS":       {block, `.Values.tolerations`},
-	"PRIORITYCLASSNAME": {block, `.Values.priorityClassName`},
-	"ANNOTATIONS":       {block, `.Values.commonAnnotations`},
-	"MERGEANNOTATIONS":  {merge, `.Values.commonAnnotations`},
-	"SMLABELS":          {merge, `.Values.serviceMonitor.labels`},
-	"RULELABELS":        {merge, `.Values.prometheusRule.labels`},
+	"IMAGE":             {kind: scalar, expr: `include "winready.image" . | quote`},
+	"PULLSECRETS":       {kind: block, expr: `.Values.imagePullSecrets`},
+	"PODLABELS":         {kind: merge, expr: `.Values.podLabels`},
+	"PODANNOTATIONS":    {kind: block, expr: `.Values.podAnnotations`},
+	"EXTRAARGS":         {kind: items, expr: `.Values.extraArgs`},
+	"EXTRAENV":          {kind: items, expr: `.Values.extraEnv`},
+	"CRDKEEP":           {kind: entry, expr: `.Values.crds.keep`, line: `helm.sh/resource-policy: keep`},
+	"AGGREGATETOEDIT":   {kind: entry, expr: `.Values.rbac.aggregateToEdit`, line: `rbac.authorization.k8s.io/aggregate-to-edit: "true"`},
+	"REPLICAS":          {kind: scalar, expr: `.Values.replicas`},
+	"RESOURCES":         {kind: block, expr: `.Values.resources`},
+	"NODESELECTOR":      {kind: block, expr: `.Values.nodeSelector`},
+	"TOLERATIONS":       {kind: block, expr: `.Values.tolerations`},
+	"PRIORITYCLASSNAME": {kind: block, expr: `.Values.priorityClassName`},
+	"ANNOTATIONS":       {kind: block, expr: `.Values.commonAnnotations`},
+	"MERGEANNOTATIONS":  {kind: merge, expr: `.Values.commonAnnotations`},
+	"SMLABELS":          {kind: merge, expr: `.Values.serviceMonitor.labels`},
+	"RULELABELS":        {kind: merge, expr: `.Values.prometheusRule.labels`},
 }
 
 func marker(name string) string { return "@@" + name + "@@" }
 
-var holeLine = regexp.MustCompile(`^( *)(- )?(?:([^:'"]+): '?@@([A-Z]+)@@'?|'?@@([A-Z]+)@@'?: "")$`)
+var (
+	holeLine = regexp.MustCompile(`^( *)(- )?(?:([^:'"]+): '?@@([A-Z]+)@@'?|'?@@([A-Z]+)@@'?: "")$`)
+	itemLine = regexp.MustCompile(`^( *)- '?@@([A-Z]+)@@'?$`)
+)
 
 // fillHoles turns each marker line of a marshalled object into template text.
 func fillHoles(doc string) (string, error) {
 	var out []string
 	for line := range strings.Lines(doc) {
 		line = strings.TrimSuffix(line, "\n")
+		if m := itemLine.FindStringSubmatch(line); m != nil {
+			h, ok := holes[m[2]]
+			if !ok || h.kind != items {
+				return "", fmt.Errorf("hole %s in a list item: %q", m[2], line)
+			}
+			out = append(out, fmt.Sprintf("{{- with %s }}", h.expr), fmt.Sprintf("{{- toYaml . | nindent %d }}", len(m[1])), "{{- end }}")
+			continue
+		}
 		m := holeLine.FindStringSubmatch(line)
 		if m == nil {
 			out = append(out, line)
@@ -90,6 +115,8 @@ func fillHoles(doc string) (string, error) {
 		case h.kind == block && key != "":
 			out = append(out, fmt.Sprintf("{{- with %s }}", h.expr), fmt.Sprintf("%s%s:", indent, key),
 				fmt.Sprintf("{{- toYaml . | nindent %d }}", len(indent)+2), "{{- end }}")
+		case h.kind == entry && key == "":
+			out = append(out, fmt.Sprintf("{{- if %s }}", h.expr), indent+h.line, "{{- end }}")
 		case h.kind == merge && key == "":
 			out = append(out, fmt.Sprintf("{{- with %s }}", h.expr), fmt.Sprintf("{{- toYaml . | nindent %d }}", len(indent)), "{{- end }}")
 		default:
@@ -151,12 +178,14 @@ func nested(obj map[string]any, path ...string) map[string]any {
 
 // chartValues are the chart's defaults, taken from the rendered Deployment.
 type chartValues struct {
-	repository, digest string
-	replicas           any
-	resources          any
-	nodeSelector       any
-	tolerations        any
-	priorityClassName  any
+	// registry and repository are the release's image, split at the
+	// registry's host, so that a mirror changes only the registry.
+	registry, repository, digest string
+	replicas                     any
+	resources                    any
+	nodeSelector                 any
+	tolerations                  any
+	priorityClassName            any
 }
 
 // templateDeployment cuts the values' holes into the manager's Deployment.
@@ -164,7 +193,21 @@ func templateDeployment(obj map[string]any, v *chartValues) error {
 	spec := nested(obj, "spec")
 	v.replicas = spec["replicas"]
 	spec["replicas"] = marker("REPLICAS")
+	podMeta := nested(spec, "template", "metadata")
+	labels, _ := podMeta["labels"].(map[string]any)
+	if len(labels) == 0 {
+		return fmt.Errorf("the Deployment winready-manager's pods have no labels")
+	}
+	labels[marker("PODLABELS")] = ""
+	if podMeta["annotations"] != nil {
+		return fmt.Errorf("the Deployment winready-manager's pods have annotations, which podAnnotations would replace")
+	}
+	podMeta["annotations"] = marker("PODANNOTATIONS")
 	pod := nested(spec, "template", "spec")
+	if pod["imagePullSecrets"] != nil {
+		return fmt.Errorf("the Deployment winready-manager has imagePullSecrets, which the value would replace")
+	}
+	pod["imagePullSecrets"] = marker("PULLSECRETS")
 	v.nodeSelector, v.tolerations, v.priorityClassName = pod["nodeSelector"], pod["tolerations"], pod["priorityClassName"]
 	pod["nodeSelector"], pod["tolerations"], pod["priorityClassName"] = marker("NODESELECTOR"), marker("TOLERATIONS"), marker("PRIORITYCLASSNAME")
 	containers, _ := pod["containers"].([]any)
@@ -178,7 +221,10 @@ func templateDeployment(obj map[string]any, v *chartValues) error {
 		v.resources = c["resources"]
 		c["resources"] = marker("RESOURCES")
 		c["image"] = marker("IMAGE")
+		args, _ := c["args"].([]any)
+		c["args"] = append(args, marker("EXTRAARGS"))
 		env, _ := c["env"].([]any)
+		c["env"] = append(env, marker("EXTRAENV"))
 		for _, e := range env {
 			if e, _ := e.(map[string]any); e["name"] == "WINREADY_IMAGE" {
 				e["value"] = marker("IMAGE")
@@ -238,7 +284,11 @@ func writeChart(configDir, dir, version string, install []byte, repository, dige
 		return err
 	}
 	files := map[string][]byte{}
-	v := chartValues{repository: repository, digest: digest}
+	v := chartValues{digest: digest}
+	v.registry, v.repository, _ = strings.Cut(repository, "/")
+	if v.repository == "" {
+		v.registry, v.repository = "", repository
+	}
 	if err := installTemplates(install, files, &v); err != nil {
 		return err
 	}
@@ -248,9 +298,10 @@ func writeChart(configDir, dir, version string, install []byte, repository, dige
 	files["templates/_helpers.tpl"] = []byte(`{{/* The manager's image, which is also WINREADY_IMAGE: the probe agents' image, which the
 admission policy winready-probe-daemonset admits only when it is the manager's. */}}
 {{- define "winready.image" -}}
-{{ required "image.repository is required" .Values.image.repository }}@{{ required "image.digest is required: winready's image is pinned by digest" .Values.image.digest }}
+{{ with .Values.image.registry }}{{ . }}/{{ end }}{{ required "image.repository is required" .Values.image.repository }}@{{ required "image.digest is required: winready's image is pinned by digest" .Values.image.digest }}
 {{- end -}}
 `)
+	files["values.schema.json"] = valuesSchema
 	values, err := valuesFile(v)
 	if err != nil {
 		return err
@@ -267,18 +318,45 @@ func installTemplates(install []byte, files map[string][]byte, v *chartValues) e
 	if err != nil {
 		return fmt.Errorf("reading install.yaml: %w", err)
 	}
-	var templates []string
+	var templates, crds []string
 	seenDeployment := false
 	for _, obj := range objs {
 		meta := nested(obj, "metadata")
 		kind, name := obj["kind"].(string), meta["name"].(string)
 		if kind == "CustomResourceDefinition" {
-			data, err := yaml.Marshal(obj)
-			if err != nil {
-				return fmt.Errorf("encoding CRD %s: %w", name, err)
+			// A template, not crds/: helm upgrade upgrades it (Helm never
+			// touches crds/ after the install), and crds.keep keeps it,
+			// and with it every WindowsReadiness, on helm uninstall.
+			ann, _ := meta["annotations"].(map[string]any)
+			if ann == nil {
+				ann = map[string]any{}
+				meta["annotations"] = ann
 			}
-			files["crds/"+name+".yaml"] = data
+			ann[marker("CRDKEEP")] = ""
+			doc, err := templateOf(obj)
+			if err != nil {
+				return fmt.Errorf("CRD %s: %w", name, err)
+			}
+			crds = append(crds, doc)
 			continue
+		}
+		if kind == "Namespace" {
+			// helm uninstall keeps the namespace, and with it the record of
+			// the originals a rollback needs (ConfigMap winready-originals,
+			// which no chart renders).
+			ann, _ := meta["annotations"].(map[string]any)
+			if ann == nil {
+				ann = map[string]any{}
+			}
+			ann["helm.sh/resource-policy"] = "keep"
+			meta["annotations"] = ann
+		}
+		if kind == "ClusterRole" && name == "winready-editor" {
+			labels, _ := meta["labels"].(map[string]any)
+			if len(labels) == 0 {
+				return fmt.Errorf("ClusterRole winready-editor has no labels")
+			}
+			labels[marker("AGGREGATETOEDIT")] = ""
 		}
 		if kind == "Deployment" && name == "winready-manager" {
 			if err := templateDeployment(obj, v); err != nil {
@@ -297,6 +375,8 @@ func installTemplates(install []byte, files map[string][]byte, v *chartValues) e
 	}
 	files["templates/winready.yaml"] = []byte("# Generated by hack/release from config/default: edit config/, not this file.\n---\n" +
 		strings.Join(templates, "---\n"))
+	files["templates/crds.yaml"] = []byte("# Generated by hack/release from config/crd: edit the API types, not this file.\n" +
+		"{{- if .Values.crds.enabled }}\n---\n" + strings.Join(crds, "---\n") + "{{- end }}\n")
 	return nil
 }
 
@@ -412,17 +492,36 @@ func valuesFile(v chartValues) ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `# Defaults: the objects of the release's install.yaml (test/chart checks it).
 
-# The manager's image, which is also the probe agents' (WINREADY_IMAGE): set
-# both to a mirror's repository, the digest stays the release's.
+# The manager's image, which is also the probe agents' (WINREADY_IMAGE):
+# registry/repository@digest. A mirror sets the registry (and the repository
+# if its path differs); the digest stays the release's.
 image:
+  registry: %s
   repository: %s
   digest: %s
+
+# Secrets the manager's pods pull the image with, e.g. [{name: mirror-creds}].
+# The UDP probe's agents, which the manager runs in winready-probe, pull with
+# the nodes' credentials.
+imagePullSecrets: []
+
+# Added to the manager pods' labels (the selector's labels stay).
+podLabels: {}
+
+# The manager pods' annotations.
+podAnnotations: {}
+
+# Added after the manager's arguments, e.g. [--zap-log-level=debug].
+extraArgs: []
+
+# Added to the manager container's environment, e.g. [{name: HTTPS_PROXY, value: ...}].
+extraEnv: []
 
 # Two replicas with leader election: one changes the cluster, the other takes
 # over within the lease duration.
 replicas: %v
 
-`, v.repository, v.digest, v.replicas)
+`, v.registry, v.repository, v.digest, v.replicas)
 	for _, f := range []struct {
 		key, comment string
 		val          any
@@ -449,6 +548,21 @@ replicas: %v
 	}
 	fmt.Fprintf(&b, `# The manager pods' PriorityClass.
 priorityClassName: %q
+
+# The CRD is a template: helm upgrade upgrades it. keep leaves it, and every
+# WindowsReadiness, in the cluster on helm uninstall (delete it by hand once
+# no migration needs its record). enabled: false leaves the CRD to another
+# tool, which then installs it before the chart.
+crds:
+  enabled: true
+  keep: true
+
+# ClusterRole winready-editor (approve a step, pause, resume) is bound by
+# name; aggregateToEdit adds it to the built-in edit ClusterRole, so that
+# every namespace editor of the cluster gets it. Rollbacks and
+# acknowledgements stay winready-admin's either way.
+rbac:
+  aggregateToEdit: false
 
 # Added to every object the chart renders (not the CRD in crds/, which Helm
 # does not template), e.g. argocd.argoproj.io/sync-wave: "-1".

@@ -114,6 +114,14 @@ func TestDefaultValuesRenderInstallYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := byKey(t, decode(t, "install.yaml", install))
+	// The chart keeps the namespaces on helm uninstall (the record of the
+	// originals lives in winready-system) and, by crds.keep, the CRD.
+	for _, w := range want {
+		if w["kind"] == "Namespace" || w["kind"] == "CustomResourceDefinition" {
+			meta := w["metadata"].(map[string]any)
+			meta["annotations"] = merged(meta["annotations"], map[string]any{"helm.sh/resource-policy": "keep"})
+		}
+	}
 	got := byKey(t, renderChart(t, loadChart(t, dir), nil))
 	for k, w := range want {
 		g, ok := got[k]
@@ -141,7 +149,7 @@ func TestValuesSetWhatTheySay(t *testing.T) {
 	const mirror = "registry.example.com/mirror/winready"
 	values := map[string]any{}
 	if err := yaml.Unmarshal([]byte(`
-image: {repository: `+mirror+`, digest: "`+digest+`"}
+image: {registry: registry.example.com, repository: mirror/winready, digest: "`+digest+`"}
 replicas: 3
 resources: {requests: {cpu: 100m, memory: 128Mi}, limits: {memory: 512Mi}}
 nodeSelector: {kubernetes.io/os: linux, pool: system}
@@ -183,7 +191,7 @@ prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack}}
 	}
 	for k, obj := range objs {
 		ann, _ := obj["metadata"].(map[string]any)["annotations"].(map[string]any)
-		if obj["kind"] != "CustomResourceDefinition" && ann["argocd.argoproj.io/sync-wave"] != "-1" {
+		if ann["argocd.argoproj.io/sync-wave"] != "-1" {
 			t.Errorf("%s lacks commonAnnotations: %v", k, ann)
 		}
 	}
@@ -293,5 +301,84 @@ func TestServiceMonitorBringsItsCredentials(t *testing.T) {
 	}
 	if !bound {
 		t.Errorf("ServiceAccount %s is not bound to winready-metrics-reader", sa)
+	}
+}
+
+// TestTheValuesSchemaRefusesWhatTheChartDoesNotKnow: Helm checks the values
+// against values.schema.json before rendering, so a misspelt key or a value
+// of the wrong type fails the install with its name instead of being
+// ignored or rendered into something else.
+func TestTheValuesSchemaRefusesWhatTheChartDoesNotKnow(t *testing.T) {
+	dir, _ := release(t)
+	c := loadChart(t, dir)
+	if c.Schema == nil {
+		t.Fatal("the chart has no values.schema.json")
+	}
+	for _, tc := range []struct{ values, want string }{
+		{`imagePullSecret: [{name: x}]`, "imagePullSecret"},
+		{`image: {tag: v0.1.0}`, "tag"},
+		{`replicas: "3"`, "replicas"},
+		{`replicas: 0`, "replicas"},
+		{`extraArgs: --zap-log-level=debug`, "extraArgs"},
+		{`extraEnv: [{value: x}]`, "name"},
+		{`podLabels: {team: 1}`, "team"},
+		{`serviceMonitor: {enable: true}`, "enable"},
+	} {
+		values := map[string]any{}
+		if err := yaml.Unmarshal([]byte(tc.values), &values); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := render.Values(c, values); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("values %s: %v, want an error naming %s", tc.values, err, tc.want)
+		}
+	}
+	// Every value of values.yaml is one the schema knows, and so is every
+	// value the other tests set.
+	if _, err := render.Values(c, nil); err != nil {
+		t.Errorf("the default values: %v", err)
+	}
+}
+
+// TestWhatAnUninstallKeepsAndWhoEditsAreValues: by default the CRD and the
+// namespaces carry Helm's keep policy and winready-editor is aggregated
+// nowhere; the values crds.keep, crds.enabled and rbac.aggregateToEdit
+// change exactly that.
+func TestWhatAnUninstallKeepsAndWhoEditsAreValues(t *testing.T) {
+	dir, _ := release(t)
+	c := loadChart(t, dir)
+	const crd = "CustomResourceDefinition <nil>/windowsreadinesses.winready.io"
+	const editor = "ClusterRole <nil>/winready-editor"
+	keeps := func(obj map[string]any) bool {
+		ann, _ := obj["metadata"].(map[string]any)["annotations"].(map[string]any)
+		return ann["helm.sh/resource-policy"] == "keep"
+	}
+	aggregated := func(obj map[string]any) bool {
+		labels, _ := obj["metadata"].(map[string]any)["labels"].(map[string]any)
+		return labels["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+	}
+
+	objs := byKey(t, renderChart(t, c, nil))
+	for _, k := range []string{crd, "Namespace <nil>/winready-system", "Namespace <nil>/winready-probe"} {
+		if objs[k] == nil || !keeps(objs[k]) {
+			t.Errorf("by default, %s is not kept on helm uninstall: %s", k, asJSON(objs[k]))
+		}
+	}
+	if objs[editor] == nil || aggregated(objs[editor]) {
+		t.Errorf("by default, winready-editor is aggregated into edit: %s", asJSON(objs[editor]))
+	}
+
+	objs = byKey(t, renderChart(t, c, map[string]any{"crds": map[string]any{"keep": false}, "rbac": map[string]any{"aggregateToEdit": true}}))
+	if objs[crd] == nil || keeps(objs[crd]) {
+		t.Errorf("crds.keep false: %s", asJSON(objs[crd]))
+	}
+	if !aggregated(objs[editor]) {
+		t.Errorf("rbac.aggregateToEdit true: %s", asJSON(objs[editor]))
+	}
+	objs = byKey(t, renderChart(t, c, map[string]any{"crds": map[string]any{"enabled": false}}))
+	if objs[crd] != nil {
+		t.Error("crds.enabled false renders the CRD")
+	}
+	if len(objs) < 10 {
+		t.Errorf("crds.enabled false renders %d objects", len(objs))
 	}
 }

@@ -3,9 +3,11 @@ package chart
 import (
 	"cmp"
 	"context"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +43,8 @@ func TestTheChartInstalls(t *testing.T) {
 		}
 	}
 
-	const mirror = "registry.example.com/mirror/winready"
+	const mirrorRegistry, mirrorRepository = "registry.example.com", "mirror/winready"
+	const mirror = mirrorRegistry + "/" + mirrorRepository
 	const mirrorDigest = "sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 	for _, tc := range []struct {
 		name   string
@@ -57,7 +60,12 @@ func TestTheChartInstalls(t *testing.T) {
 	}, {
 		name: "a platform team's values",
 		values: `
-image: {repository: ` + mirror + `, digest: "` + mirrorDigest + `"}
+image: {registry: ` + mirrorRegistry + `, repository: ` + mirrorRepository + `, digest: "` + mirrorDigest + `"}
+imagePullSecrets: [{name: mirror-creds}]
+podLabels: {team: platform}
+podAnnotations: {example.com/owner: platform}
+extraArgs: [--zap-log-level=debug]
+extraEnv: [{name: HTTPS_PROXY, value: "http://proxy.example.com:3128"}]
 replicas: 3
 nodeSelector: {kubernetes.io/os: linux, node-role.kubernetes.io/infra: ""}
 tolerations: [{key: node-role.kubernetes.io/infra, operator: Exists, effect: NoSchedule}]
@@ -74,6 +82,11 @@ serviceMonitor: {enabled: false}
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
 			},
+			pullSecrets:    []corev1.LocalObjectReference{{Name: "mirror-creds"}},
+			podLabels:      map[string]string{"team": "platform"},
+			podAnnotations: map[string]string{"example.com/owner": "platform"},
+			extraArg:       "--zap-log-level=debug",
+			extraEnv:       &corev1.EnvVar{Name: "HTTPS_PROXY", Value: "http://proxy.example.com:3128"},
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +124,12 @@ type managerSpec struct {
 	tolerations  []corev1.Toleration
 	// resources nil: config/default's.
 	resources *corev1.ResourceRequirements
+	// What the values add: nothing when unset.
+	pullSecrets    []corev1.LocalObjectReference
+	podLabels      map[string]string
+	podAnnotations map[string]string
+	extraArg       string
+	extraEnv       *corev1.EnvVar
 }
 
 func (want managerSpec) check(t *testing.T, dep *appsv1.Deployment) {
@@ -141,6 +160,29 @@ func (want managerSpec) check(t *testing.T, dep *appsv1.Deployment) {
 	}
 	if want.resources != nil && !equalResources(manager.Resources, *want.resources) {
 		t.Errorf("resources %s, want %s", asJSON(manager.Resources), asJSON(want.resources))
+	}
+	if !reflect.DeepEqual(pod.ImagePullSecrets, want.pullSecrets) {
+		t.Errorf("imagePullSecrets %s, want %s", asJSON(pod.ImagePullSecrets), asJSON(want.pullSecrets))
+	}
+	// The selector's labels stay; podLabels come beside them.
+	labels := map[string]string{"app.kubernetes.io/name": "winready", "app.kubernetes.io/component": "manager"}
+	maps.Copy(labels, want.podLabels)
+	if got := dep.Spec.Template.Labels; !reflect.DeepEqual(got, labels) {
+		t.Errorf("pod labels %v, want %v", got, labels)
+	}
+	if got := dep.Spec.Template.Annotations; len(got) != len(want.podAnnotations) || len(got) > 0 && !reflect.DeepEqual(got, want.podAnnotations) {
+		t.Errorf("pod annotations %v, want %v", got, want.podAnnotations)
+	}
+	// extraArgs come after the manager's own, which stay.
+	if !slices.Contains(manager.Args, "--leader-elect") || want.extraArg != "" && manager.Args[len(manager.Args)-1] != want.extraArg ||
+		want.extraArg == "" && slices.ContainsFunc(manager.Args, func(a string) bool { return strings.HasPrefix(a, "--zap") }) {
+		t.Errorf("args %v, want the manager's and then %q", manager.Args, want.extraArg)
+	}
+	if want.extraEnv != nil && !slices.Contains(manager.Env, *want.extraEnv) {
+		t.Errorf("env %s lacks %s", asJSON(manager.Env), asJSON(want.extraEnv))
+	}
+	if want.extraEnv == nil && len(manager.Env) != 1 {
+		t.Errorf("env %s: want WINREADY_IMAGE alone", asJSON(manager.Env))
 	}
 }
 
