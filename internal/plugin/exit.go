@@ -196,6 +196,10 @@ func forbidden(err error) error {
 	}
 	role := "winready-plan"
 	switch {
+	case resource == windowsReadinesses && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+adminPolicy+"'"):
+		// A rollback or an acknowledgement: RBAC let the patch through,
+		// the policy asks for winready-admin's verbs.
+		role = "winready-admin"
 	case resource == windowsReadinesses && (verb == "patch" || verb == "update"):
 		role = "winready-editor"
 	case resource == windowsReadinesses || resource == "events" || resource == "events.events.k8s.io":
@@ -209,6 +213,10 @@ func forbidden(err error) error {
 		"The ClusterRole %s grants it (config/rbac); ask for a ClusterRoleBinding to it, e.g.\n"+
 		"  kubectl create clusterrolebinding <you>-%s --clusterrole=%s --user=<you>", what, err, role, role, role)
 }
+
+// adminPolicy is the admission policy that keeps a rollback and an
+// acknowledgement for ClusterRole winready-admin (config/admission/people.yaml).
+const adminPolicy = "winready-admin-changes"
 
 // windowsReadinesses is the WindowsReadiness resource as RBAC names it.
 var windowsReadinesses = "windowsreadinesses." + v1alpha1.GroupVersion.Group
