@@ -26,7 +26,7 @@ const BaselineCheck v1alpha1.StepName = "Baseline"
 
 // RerunPodCheckAnnotation asks for the pod network check to run again after
 // a failed round: any new value does.
-const RerunPodCheckAnnotation = "winready.io/rerun-podcheck"
+const RerunPodCheckAnnotation = v1alpha1.RerunPodCheckAnnotation
 
 // ReasonPodNetworkCheckFailed stalls a migration whose pod network got worse.
 const ReasonPodNetworkCheckFailed = conditions.ReasonPodNetworkCheckFailed

@@ -19,7 +19,7 @@ import (
 )
 
 // RerunPreflightAnnotation asks for a new preflight: any new value does.
-const RerunPreflightAnnotation = "winready.io/rerun-preflight"
+const RerunPreflightAnnotation = v1alpha1.RerunPreflightAnnotation
 
 // DefaultProbeTimeout matches the CRD default of spec.preflight.probeTimeout.
 const DefaultProbeTimeout = 30 * time.Second

@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,14 +27,19 @@ import (
 	"github.com/winready/winready/internal/conditions"
 )
 
-// change is one spec change a command makes.
+// change is one change a command makes: of the spec, or of a request
+// annotation.
 type change struct {
 	// spec is what the merge patch sets under spec; nil when the object
 	// holds it already, and unchanged says so.
-	spec      func(wr *v1alpha1.WindowsReadiness) (spec map[string]any, unchanged string, err error)
-	what      string
-	next      string
-	guardByRV bool // a list is replaced whole: guard it with the resourceVersion
+	spec func(wr *v1alpha1.WindowsReadiness) (spec map[string]any, unchanged string, err error)
+	// annotation, set instead of spec, is the annotation the change sets to
+	// a new value (freshValue): a request to the manager, which any new
+	// value makes again.
+	annotation string
+	what       string
+	next       string
+	guardByRV  bool // a list is replaced whole: guard it with the resourceVersion
 	// confirm, when set, is asked before the change is made or printed.
 	confirm func(wr *v1alpha1.WindowsReadiness) error
 }
@@ -60,23 +66,36 @@ func (o *options) apply(ctx context.Context, force bool, output string, ch chang
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, wr); err != nil {
 		return fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, err)
 	}
-	spec, unchanged, err := ch.spec(wr)
-	if err != nil {
-		return err
-	}
-	if spec == nil {
-		_, err := fmt.Fprintf(o.streams.Out, "windowsreadiness/%s unchanged: %s\n", v1alpha1.Name, unchanged)
-		return err
+	owner := gitOpsOwner(u)
+	var patch map[string]any
+	what, undo := ch.what, "put the old spec back"
+	if ch.annotation != "" {
+		value := freshValue(o.now(), wr.Annotations[ch.annotation])
+		patch = map[string]any{"metadata": map[string]any{"annotations": map[string]any{ch.annotation: value}}}
+		what = "annotation " + ch.annotation + "=" + value
+		// Flux's kustomize-controller takes over the fields of the field
+		// managers named kubectl* and drops those Git lacks; Argo CD puts
+		// back a value Git holds. Either change is one more request.
+		undo = "put back the annotation as Git holds it (Flux drops one Git lacks)"
+	} else {
+		spec, unchanged, err := ch.spec(wr)
+		if err != nil {
+			return err
+		}
+		if spec == nil {
+			_, err := fmt.Fprintf(o.streams.Out, "windowsreadiness/%s unchanged: %s\n", v1alpha1.Name, unchanged)
+			return err
+		}
+		patch = map[string]any{"spec": spec}
 	}
 	if ch.confirm != nil {
 		if err := ch.confirm(wr); err != nil {
 			return err
 		}
 	}
-	if owner := gitOpsOwner(u); owner != "" && !force {
-		return o.printToCommit(u, spec, owner, output)
+	if owner != "" && !force {
+		return o.printToCommit(u, patch, owner, undo, output)
 	}
-	patch := map[string]any{"spec": spec}
 	if ch.guardByRV {
 		patch["metadata"] = map[string]any{"resourceVersion": wr.ResourceVersion}
 	}
@@ -90,30 +109,41 @@ func (o *options) apply(ctx context.Context, force bool, output string, ch chang
 		}
 		return fmt.Errorf("patching WindowsReadiness %s: %w", v1alpha1.Name, err)
 	}
-	_, err = fmt.Fprintf(o.streams.Out, "windowsreadiness/%s patched: %s\nnext: %s\n", v1alpha1.Name, ch.what, ch.next)
+	_, err = fmt.Fprintf(o.streams.Out, "windowsreadiness/%s patched: %s\nnext: %s\n", v1alpha1.Name, what, ch.next)
 	return err
 }
 
-// printToCommit writes to stdout the object as it is in Git with the
-// change made (or, with -o patch, the JSON merge patch alone), and says why
-// nothing changed.
-func (o *options) printToCommit(u *unstructured.Unstructured, spec map[string]any, owner, output string) error {
+// freshValue is the value of a request annotation that asks again: the time,
+// to the nanosecond. A value equal to the one the object holds (a stopped
+// clock) gets a counter, so that it is new all the same.
+func freshValue(now time.Time, current string) string {
+	v := now.UTC().Format(time.RFC3339Nano)
+	if current == v {
+		return v + "-1"
+	}
+	if n, ok := strings.CutPrefix(current, v+"-"); ok {
+		if n, err := strconv.Atoi(n); err == nil {
+			return v + "-" + strconv.Itoa(n+1)
+		}
+	}
+	return v
+}
+
+// printToCommit writes to stdout the object as it is in Git with patch
+// made (or, with -o patch, the JSON merge patch alone), and says why
+// nothing changed: owner would undo it at its next sync (undo says how).
+func (o *options) printToCommit(u *unstructured.Unstructured, patch map[string]any, owner, undo, output string) error {
 	var data []byte
 	var err error
 	if output == "patch" {
-		data, err = json.Marshal(map[string]any{"spec": spec})
+		data, err = json.Marshal(patch)
 		data = append(data, '\n')
 	} else {
 		inGit, from := asInGit(u)
 		if from != "" {
 			fmt.Fprintf(o.streams.ErrOut, "The object as in Git: %s.\n", from)
 		}
-		newSpec, _ := inGit["spec"].(map[string]any)
-		if newSpec == nil {
-			newSpec = map[string]any{}
-		}
-		maps.Copy(newSpec, spec)
-		inGit["spec"] = newSpec
+		mergeInto(inGit, patch)
 		data, err = yaml.Marshal(inGit)
 	}
 	if err != nil {
@@ -127,10 +157,36 @@ func (o *options) printToCommit(u *unstructured.Unstructured, spec map[string]an
 		what = "the change printed above (a JSON merge patch) to the file in Git"
 	}
 	return withCode(ExitManagedByGitOps, fmt.Errorf(
-		"nothing changed: windowsreadiness/%s is managed by %s, which would put the old spec back at its next sync.\n"+
+		"nothing changed: windowsreadiness/%s is managed by %s, which would %s at its next sync.\n"+
 			"Commit %s, or run again with --force to patch it as field manager %s "+
 			"(docs/gitops.md says when to)",
-		u.GetName(), owner, what, FieldManager))
+		u.GetName(), owner, undo, what, FieldManager))
+}
+
+// mergeInto makes patch in obj as a JSON merge patch does: maps merged key
+// by key, anything else replaced.
+func mergeInto(obj, patch map[string]any) {
+	for k, v := range patch {
+		sub, ok := v.(map[string]any)
+		if !ok {
+			obj[k] = v
+			continue
+		}
+		var into map[string]any
+		switch cur := obj[k].(type) {
+		case map[string]any:
+			into = cur
+		case map[string]string:
+			into = map[string]any{}
+			for ck, cv := range cur {
+				into[ck] = cv
+			}
+		default:
+			into = map[string]any{}
+		}
+		mergeInto(into, sub)
+		obj[k] = into
+	}
 }
 
 // lastApplied is the annotation of client-side apply (kubectl apply, Argo

@@ -120,7 +120,7 @@ func TestRollbackRefusedWhileNotAllowed(t *testing.T) {
 
 func TestErrorsSayWhatToDo(t *testing.T) {
 	// No WindowsReadiness: the suite's cluster before seed.
-	for _, args := range [][]string{{"status"}, {"pause"}, {"approve", "BGP"}, {"rollback", "--yes"}} {
+	for _, args := range [][]string{{"status"}, {"pause"}, {"approve", "BGP"}, {"rollback", "--yes"}, {"retry"}, {"rerun", "preflight"}} {
 		code, _, stderr := runCode(t, args...)
 		if code != ExitNoWindowsReadiness || !strings.Contains(stderr, "there is no WindowsReadiness default yet") ||
 			!strings.Contains(stderr, "  kind: WindowsReadiness\n") {

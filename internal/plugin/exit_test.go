@@ -74,7 +74,7 @@ func runFlags(args ...string) (code int, stdout, stderr string) {
 
 // commands are every command that talks to the cluster, as a script runs it.
 var commands = [][]string{{"status"}, {"status", "--watch"}, {"status", "--until", "Ready"}, {"approve", "BGP"},
-	{"pause"}, {"resume"}, {"rollback", "--yes"}, {"plan"}, {"plan", "-o", "json"}}
+	{"pause"}, {"resume"}, {"rollback", "--yes"}, {"retry"}, {"rerun", "preflight"}, {"plan"}, {"plan", "-o", "json"}}
 
 // TestExitStatusesOfEveryCommand runs each command where a pipeline would
 // meet each exit status that does not depend on the migration: a usage
@@ -107,6 +107,7 @@ func TestExitStatusesOfEveryCommand(t *testing.T) {
 	row(ExitError, "plan", "--kubeconfig", good, "--spec", "/nonexistent/windowsreadiness.yaml")
 	row(ExitError, "approve", "--kubeconfig", good)
 	row(ExitError, "version", "extra")
+	row(ExitError, "rerun", "--kubeconfig", good, "probe")
 	golden(t, "exit-statuses", got.String())
 }
 
@@ -204,6 +205,8 @@ func TestForbiddenNamesTheVerbTheResourceAndTheRole(t *testing.T) {
 		{"viewer", viewer, []string{"pause"}, ExitForbidden},
 		{"viewer", viewer, []string{"approve", "BGP"}, ExitForbidden},
 		{"viewer", viewer, []string{"rollback", "--yes"}, ExitForbidden},
+		{"viewer", viewer, []string{"retry"}, ExitForbidden},
+		{"viewer", viewer, []string{"rerun", "podcheck"}, ExitForbidden},
 		{"nobody", nobody, []string{"status"}, ExitForbidden},
 		{"nobody", nobody, []string{"status", "--until", "Ready"}, ExitForbidden},
 		{"nobody", nobody, []string{"pause"}, ExitForbidden},

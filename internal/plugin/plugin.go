@@ -1,7 +1,8 @@
 // Package plugin is kubectl winready, the kubectl plugin for people who run
 // a migration: it shows where the migration stands and makes the few spec
-// changes a migration needs (approve a step, pause, resume, roll back), each
-// as one merge patch. It is the winready binary under the name
+// changes a migration needs (approve a step, pause, resume, roll back) and
+// the requests to its manager (look again, run a check again), each as one
+// merge patch. It is the winready binary under the name
 // kubectl-winready, so it reads the same types the operator writes.
 package plugin
 
@@ -35,6 +36,8 @@ type options struct {
 	restConfig func() (*rest.Config, error)
 	// printed, set by tests, is called after status --watch printed.
 	printed func()
+	// showAll is status --show-all: the tree without folding what passed.
+	showAll bool
 }
 
 func (o *options) config() (*rest.Config, error) {
@@ -80,6 +83,7 @@ func newCommand(o *options) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitError, err) })
 	root.AddCommand(statusCommand(o), approveCommand(o), pauseCommand(o, true), pauseCommand(o, false),
 		rollbackCommand(o), planCommand(o), versionCommand(o))
+	root.AddCommand(retryCommand(o), rerunCommand(o))
 	return root
 }
 

@@ -118,7 +118,7 @@ func seedAs(t *testing.T, manager string, mutate func(*v1alpha1.WindowsReadiness
 		},
 		Rollout: &v1alpha1.RolloutStatus{DaemonSet: "calico-system/calico-node", Updated: 2, Total: 5, Progress: "2/5",
 			PacePerNode: &metav1.Duration{Duration: 27 * time.Second}, EstimatedTimeLeft: &metav1.Duration{Duration: 81 * time.Second}},
-		Preflight: &v1alpha1.PreflightStatus{Checks: []v1alpha1.PreflightCheck{
+		Preflight: &v1alpha1.PreflightStatus{CompletedAt: at(-13), Checks: []v1alpha1.PreflightCheck{
 			{Name: "IPIPPools", Result: v1alpha1.CheckPass, Message: "no IPIP pool"},
 			{Name: "KubeDNS", Result: v1alpha1.CheckPass, Message: "Service kube-system/kube-dns exists"}}},
 	}
@@ -197,6 +197,52 @@ func TestStatusShowsTheTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "status", out)
+}
+
+// TestStatusFoldsWhatPassed: the checks that pass are one line, the
+// failing, warning and informing ones are shown in full, as are the steps
+// not completed; --show-all shows everything.
+func TestStatusFoldsWhatPassed(t *testing.T) {
+	seed(t)
+	wr := getWR(t)
+	wr.Status.Preflight.Checks = []v1alpha1.PreflightCheck{
+		{Name: "IPIPPools", Result: v1alpha1.CheckPass, Message: "no IPIP pool"},
+		{Name: "KubeDNS", Result: v1alpha1.CheckFail, Message: "no Service kube-system/kube-dns"},
+		{Name: "CalicoVersion", Result: v1alpha1.CheckPass, Message: "Calico v3.30.2 (Calico)"},
+		{Name: "BlockSize", Result: v1alpha1.CheckInfo, Message: "block size 26"},
+		{Name: "Borrowed", Result: v1alpha1.CheckPass, Message: "no borrowed address"},
+		{Name: "MTU", Result: v1alpha1.CheckWarn, Message: "MTU 1450 leaves no room for VXLAN"},
+	}
+	if err := k8s.Status().Update(context.Background(), wr); err != nil {
+		t.Fatal(err)
+	}
+	folded, err := run(t, "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := run(t, "status", "--show-all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "status-folded", "$ kubectl winready status\n"+folded+"$ kubectl winready status --show-all\n"+all)
+	for _, shown := range []string{"KubeDNS                Fail", "MTU                    Warn", "BlockSize              Info",
+		"3 checks passed        Pass", "2 steps completed      Completed", "BGP                    InProgress"} {
+		if !strings.Contains(folded, shown) {
+			t.Errorf("status does not show %q:\n%s", shown, folded)
+		}
+	}
+	for _, row := range []string{"IPIPPools              Pass", "CalicoVersion          Pass", "Borrowed               Pass",
+		"StrictAffinity         Completed", "Encapsulation          Completed"} {
+		if strings.Contains(folded, row) {
+			t.Errorf("status shows the row %q:\n%s", row, folded)
+		}
+		if !strings.Contains(all, row) {
+			t.Errorf("--show-all does not show the row %q:\n%s", row, all)
+		}
+	}
+	if strings.Contains(all, "checks passed") || strings.Contains(all, "steps completed") {
+		t.Errorf("--show-all folds:\n%s", all)
+	}
 }
 
 func TestStatusAsYAML(t *testing.T) {

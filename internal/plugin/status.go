@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -41,7 +42,9 @@ func statusCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show where the migration stands: conditions, steps, the rollout, the preflight, Windows node joins",
-		Long: "Shows the WindowsReadiness as a tree. --watch watches it and prints it again each time its spec or status " +
+		Long: "Shows the WindowsReadiness as a tree, each condition and step with how long ago it got where it is (SINCE). " +
+			"Two or more preflight checks that pass, and two or more completed steps, are one line each; what fails, " +
+			"warns or is under way is shown in full, and --show-all shows every check and step. --watch watches it and prints it again each time its spec or status " +
 			"changes, riding out API errors with a backoff. --until Ready|Stalled|RolledBack watches until the object " +
 			"gets there, then exits 0; it exits 1 when the migration stalls on the way to Ready or RolledBack.",
 		Args: usageArgs(cobra.NoArgs),
@@ -86,6 +89,7 @@ func statusCommand(o *options) *cobra.Command {
 	// -o json|yaml|name|jsonpath=...|go-template=...: the object instead
 	// of the tree.
 	printFlags.AddFlags(cmd)
+	cmd.Flags().BoolVar(&o.showAll, "show-all", false, "show every preflight check and every step, those that passed or completed too")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "watch, and print again each time the spec or the status changes")
 	cmd.Flags().StringVar(&until, "until", "", "watch until the WindowsReadiness is Ready, Stalled or RolledBack (implies --watch)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (e.g. 15h) and exit 124; 0 waits for ever")
@@ -120,7 +124,7 @@ func (o *options) print(ctx context.Context, c client.Client, wr *v1alpha1.Windo
 	if err != nil {
 		return err
 	}
-	describe(o.streams.Out, wr, events, o.now())
+	describe(o.streams.Out, wr, events, o.now(), o.showAll)
 	return nil
 }
 
@@ -179,7 +183,10 @@ func (t *tree) line(depth int, last bool, format string, a ...any) {
 }
 
 // describe writes the WindowsReadiness as a tree, durations counted to now.
-func describe(w io.Writer, wr *v1alpha1.WindowsReadiness, events []eventsv1.Event, now time.Time) {
+// Unless showAll, the preflight checks that pass and the completed steps
+// are one line each (when there are two or more), as clusterctl describe
+// folds what is ready: what fails, warns or is under way stays in full.
+func describe(w io.Writer, wr *v1alpha1.WindowsReadiness, events []eventsv1.Event, now time.Time, showAll bool) {
 	t := &tree{w: w}
 	st := wr.Status
 	t.line(0, false, "WindowsReadiness/%s  direction %s  phase %s  generation %d (observed %d)",
@@ -187,17 +194,16 @@ func describe(w io.Writer, wr *v1alpha1.WindowsReadiness, events []eventsv1.Even
 	if st.Message != "" {
 		t.line(1, false, "Message: %s", st.Message)
 	}
-	t.line(1, false, "Conditions")
+	// A section's line names its columns; a row is three characters deeper.
+	t.line(1, false, "%-25s %-6s %-24s %-5s %s", "Conditions", "STATUS", "REASON", "SINCE", "MESSAGE")
 	for i, c := range st.Conditions {
-		t.line(2, i == len(st.Conditions)-1, "%-22s %-5s %-24s %s", c.Type, c.Status, c.Reason, c.Message)
+		t.line(2, i == len(st.Conditions)-1, "%-22s %-6s %-24s %-5s %s", c.Type, c.Status, c.Reason,
+			since(&c.LastTransitionTime, now), c.Message)
 	}
-	t.line(1, false, "Steps")
-	for i, s := range st.Steps {
-		changed := ""
-		if s.Changed {
-			changed = "changed"
-		}
-		t.line(2, i == len(st.Steps)-1, "%-16s %-10s %-8s %-7s %s", s.Name, s.State, stepDuration(s, now), changed, s.Message)
+	t.line(1, false, "%-25s %-10s %-8s %-5s %-7s %s", "Steps", "STATE", "TOOK", "SINCE", "CHANGED", "MESSAGE")
+	rows := stepRows(st.Steps, now, showAll)
+	for i, r := range rows {
+		t.line(2, i == len(rows)-1, "%-22s %-10s %-8s %-5s %-7s %s", r...)
 	}
 	if r := st.Rollout; r != nil {
 		pace, left := "pace unknown", "time left unknown"
@@ -210,9 +216,10 @@ func describe(w io.Writer, wr *v1alpha1.WindowsReadiness, events []eventsv1.Even
 		t.line(1, false, "Rollout %s: %d/%d updated, %d unavailable, %s, %s", r.DaemonSet, r.Updated, r.Total, r.Unavailable, pace, left)
 	}
 	if pf := st.Preflight; pf != nil {
-		t.line(1, false, "Preflight")
-		for i, c := range pf.Checks {
-			t.line(2, i == len(pf.Checks)-1, "%-5s %-26s %s", c.Result, c.Name, c.Message)
+		t.line(1, false, "%-25s %-6s %-5s %s", "Preflight", "RESULT", "SINCE", "MESSAGE")
+		rows := checkRows(pf, now, showAll)
+		for i, r := range rows {
+			t.line(2, i == len(rows)-1, "%-22s %-6s %-5s %s", r...)
 		}
 	}
 	t.line(1, false, "Windows nodes")
@@ -234,6 +241,100 @@ func describe(w io.Writer, wr *v1alpha1.WindowsReadiness, events []eventsv1.Even
 		t.line(2, i == len(events)-1, "%-8s %-7s %-20s %s ago: %s", e.Type, e.Action, e.Reason,
 			now.Sub(eventTime(e)).Round(time.Second), e.Note)
 	}
+}
+
+// stepRows are the columns of each step: name, state, how long it took, since
+// when it is in its state, whether it changed the cluster, the message.
+// Unless showAll, two or more completed steps are one row, where the first
+// of them was.
+func stepRows(steps []v1alpha1.StepStatus, now time.Time, showAll bool) [][]any {
+	var done []v1alpha1.StepStatus
+	for _, s := range steps {
+		if s.State == v1alpha1.StepCompleted {
+			done = append(done, s)
+		}
+	}
+	fold := !showAll && len(done) >= 2
+	var rows [][]any
+	for _, s := range steps {
+		if fold && s.State == v1alpha1.StepCompleted {
+			if s.Name == done[0].Name {
+				rows = append(rows, completedRow(done, now))
+			}
+			continue
+		}
+		changed := ""
+		if s.Changed {
+			changed = "yes"
+		}
+		rows = append(rows, []any{s.Name, s.State, stepDuration(s, now), since(stepSince(s), now), changed, s.Message})
+	}
+	return rows
+}
+
+// completedRow is the one row of the completed steps: their time together,
+// since the last finished, how many changed the cluster, their names.
+func completedRow(done []v1alpha1.StepStatus, now time.Time) []any {
+	var took time.Duration
+	var last *metav1.Time
+	changed := 0
+	names := make([]string, len(done))
+	for i, s := range done {
+		names[i] = string(s.Name)
+		if s.StartedAt != nil && s.FinishedAt != nil {
+			took += s.FinishedAt.Sub(s.StartedAt.Time)
+		}
+		if s.FinishedAt != nil && (last == nil || s.FinishedAt.After(last.Time)) {
+			last = s.FinishedAt
+		}
+		if s.Changed {
+			changed++
+		}
+	}
+	return []any{fmt.Sprintf("%d steps completed", len(done)), v1alpha1.StepCompleted, took.Round(time.Second).String(),
+		since(last, now), fmt.Sprintf("%d of %d", changed, len(done)), strings.Join(names, ", ")}
+}
+
+// stepSince is when the step got to its state: when it finished, else
+// when it started.
+func stepSince(s v1alpha1.StepStatus) *metav1.Time {
+	if s.FinishedAt != nil {
+		return s.FinishedAt
+	}
+	return s.StartedAt
+}
+
+// checkRows are the columns of each preflight check: name, result, since
+// when the checks show these results, the message. Unless showAll, two or
+// more checks that pass are one row, after the others.
+func checkRows(pf *v1alpha1.PreflightStatus, now time.Time, showAll bool) [][]any {
+	at := since(pf.CompletedAt, now)
+	passed := 0
+	for _, c := range pf.Checks {
+		if c.Result == v1alpha1.CheckPass {
+			passed++
+		}
+	}
+	fold := !showAll && passed >= 2
+	var rows [][]any
+	for _, c := range pf.Checks {
+		if fold && c.Result == v1alpha1.CheckPass {
+			continue
+		}
+		rows = append(rows, []any{c.Name, c.Result, at, c.Message})
+	}
+	if fold {
+		rows = append(rows, []any{fmt.Sprintf("%d checks passed", passed), v1alpha1.CheckPass, at, ""})
+	}
+	return rows
+}
+
+// since is how long ago t was, as kubectl prints ages; "-" when unknown.
+func since(t *metav1.Time, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return duration.HumanDuration(now.Sub(t.Time))
 }
 
 func stepDuration(s v1alpha1.StepStatus, now time.Time) string {
