@@ -45,6 +45,9 @@ const (
 	// ExitForbidden: the API server refused a request (403); the message
 	// names the verb, the resource and the ClusterRole that grants it.
 	ExitForbidden = 8
+	// ExitCheckFailed: check found something to fix; each failing line
+	// names the fix. A request that failed exits with its own status.
+	ExitCheckFailed = 9
 	// ExitTimeout: --timeout passed before the watch got where it was
 	// asked to, as timeout(1) exits.
 	ExitTimeout = 124
