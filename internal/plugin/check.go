@@ -200,20 +200,29 @@ var installerAccess = []struct{ name, group, resource string }{
 	{"MayCreateClusterRoles", "rbac.authorization.k8s.io", "clusterroles"},
 }
 
+// kubernetesVersion judges the server's version against the oldest minor
+// winready runs on; a version it cannot read (a vendor's own numbering) is a
+// warning, not a refusal.
+func kubernetesVersion(serverVersion string) verdict {
+	const name = "KubernetesVersion"
+	v, err := k8sversion.ParseGeneric(serverVersion)
+	if err != nil {
+		return verdict{Name: name, Result: v1alpha1.CheckWarn,
+			Message: fmt.Sprintf("Kubernetes %q is not a version winready can read: it needs %s or newer", serverVersion, version.MinKubernetes)}
+	}
+	if k8sversion.MajorMinor(v.Major(), v.Minor()).LessThan(k8sversion.MustParseGeneric(version.MinKubernetes)) {
+		return verdict{Name: name, Result: v1alpha1.CheckFail,
+			Message: fmt.Sprintf("Kubernetes %s is older than %s: winready needs ValidatingAdmissionPolicy v1 and the CEL CIDR library",
+				serverVersion, version.MinKubernetes),
+			Fix: "upgrade the cluster to Kubernetes " + version.MinKubernetes + " or newer (docs/install.md)"}
+	}
+	return verdict{Name: name, Result: v1alpha1.CheckPass,
+		Message: fmt.Sprintf("Kubernetes %s (winready needs %s or newer)", serverVersion, version.MinKubernetes)}
+}
+
 // pre runs the checks before install on a server at serverVersion.
 func (ch *checker) pre(ctx context.Context, serverVersion string) {
-	const kube = "KubernetesVersion"
-	min := k8sversion.MustParseGeneric(version.MinKubernetes)
-	switch v, err := k8sversion.ParseGeneric(serverVersion); {
-	case err != nil:
-		ch.add(verdict{Name: kube, Result: v1alpha1.CheckWarn,
-			Message: fmt.Sprintf("Kubernetes %q is not a version winready can read: it needs %s or newer", serverVersion, version.MinKubernetes)})
-	case k8sversion.MajorMinor(v.Major(), v.Minor()).LessThan(min):
-		ch.fail(kube, "upgrade the cluster to Kubernetes "+version.MinKubernetes+" or newer (docs/install.md)",
-			"Kubernetes %s is older than %s: winready needs ValidatingAdmissionPolicy v1 and the CEL CIDR library", serverVersion, version.MinKubernetes)
-	default:
-		ch.pass(kube, "Kubernetes %s (winready needs %s or newer)", serverVersion, version.MinKubernetes)
-	}
+	ch.add(kubernetesVersion(serverVersion))
 
 	const crd, inst = "TigeraOperator", "Installation"
 	installFix := "winready migrates a Calico installed by the Tigera operator: install Calico with it (docs/install.md)"
