@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -103,8 +105,18 @@ func TestCheckAfterInstall(t *testing.T) {
 	transcript(t, &got, cfg, "admin", ExitCheckFailed, "check")
 	installAdmission(t, 0)
 	transcript(t, &got, cfg, "admin", 0, "check")
-	bindRoles(t, context.Background(), map[string]string{"check-viewer": "winready-viewer"})
-	transcript(t, &got, userConfig(t, "check-viewer"), "check-viewer", ExitForbidden, "check")
+	ctx := context.Background()
+	bindRoles(t, ctx, map[string]string{"check-viewer": "winready-viewer"})
+	viewer := userConfig(t, "check-viewer")
+	// The authorizer sees the binding once its informer has it: until then
+	// status is forbidden (8); then it finds no WindowsReadiness (5).
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		code, _, _ := runCodeWith(t, viewer, "status")
+		return code == ExitNoWindowsReadiness, nil
+	}); err != nil {
+		t.Fatalf("check-viewer cannot read WindowsReadinesses: %v", err)
+	}
+	transcript(t, &got, viewer, "check-viewer", ExitForbidden, "check")
 	golden(t, "check", got.String())
 
 	code, out, stderr := runCode(t, "check", "-o", "yaml")
