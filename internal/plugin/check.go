@@ -71,7 +71,7 @@ func checkCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ch, err := newChecker(o, cfg)
+			ch, err := newChecker(boundedRequests(cfg))
 			if err != nil {
 				return err
 			}
@@ -129,7 +129,15 @@ type checker struct {
 	err      error
 }
 
-func newChecker(o *options, cfg *rest.Config) (*checker, error) {
+// boundedRequests bounds each request as plan does: a check or a version
+// asked of a cluster that swallows packets ends instead of hanging.
+func boundedRequests(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = planRequestTimeout
+	return cfg
+}
+
+func newChecker(cfg *rest.Config) (*checker, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -86,7 +86,7 @@ func (o *options) serverVersions(ctx context.Context, v *versions) error {
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(boundedRequests(cfg))
 	if err != nil {
 		return err
 	}
