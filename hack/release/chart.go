@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	winreadyversion "github.com/winready/winready/internal/version"
 )
 
 // The Helm chart is generated from the same kustomize build as install.yaml,
@@ -451,13 +453,13 @@ description: Migrates a Calico cluster to the VXLAN mode Windows nodes need, ste
 type: application
 version: %s
 appVersion: %q
-kubeVersion: ">=1.31.0-0"
+kubeVersion: ">=%s.0-0"
 home: %s
 sources:
 - %s
 annotations:
   licenses: Apache-2.0
-`, chartVersion(version), version, source, source))
+`, chartVersion(version), version, winreadyversion.MinKubernetes, source, source))
 }
 
 // writeFiles writes files under root.

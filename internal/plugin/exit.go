@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -45,6 +46,9 @@ const (
 	// ExitForbidden: the API server refused a request (403); the message
 	// names the verb, the resource and the ClusterRole that grants it.
 	ExitForbidden = 8
+	// ExitCheckFailed: check found something to fix; each failing line
+	// names the fix. A request that failed exits with its own status.
+	ExitCheckFailed = 9
 	// ExitTimeout: --timeout passed before the watch got where it was
 	// asked to, as timeout(1) exits.
 	ExitTimeout = 124
@@ -209,6 +213,11 @@ func forbidden(err error) error {
 	if verb != "" {
 		what = verb + " " + resource
 	}
+	if slices.Contains(unroled, resource) {
+		return fmt.Errorf("forbidden: you may not %s (%w).\n"+
+			"None of winready's ClusterRoles grants it: check reads what install.yaml installed, as a cluster admin does; "+
+			"ask one to run it, or for that right", what, err)
+	}
 	return fmt.Errorf("forbidden: you may not %s (%w).\n"+
 		"The ClusterRole %s grants it (config/rbac); ask for a ClusterRoleBinding to it, e.g.\n"+
 		"  kubectl create clusterrolebinding <you>-%s --clusterrole=%s --user=<you>", what, err, role, role, role)
@@ -217,6 +226,11 @@ func forbidden(err error) error {
 // adminPolicy is the admission policy that keeps a rollback and an
 // acknowledgement for ClusterRole winready-admin (config/admission/people.yaml).
 const adminPolicy = "winready-admin-changes"
+
+// unroled are what check reads that none of winready's roles for people
+// grants: naming one of them would send the person to the wrong binding.
+var unroled = []string{"deployments.apps", "validatingadmissionpolicies.admissionregistration.k8s.io",
+	"validatingadmissionpolicybindings.admissionregistration.k8s.io", "selfsubjectaccessreviews.authorization.k8s.io"}
 
 // windowsReadinesses is the WindowsReadiness resource as RBAC names it.
 var windowsReadinesses = "windowsreadinesses." + v1alpha1.GroupVersion.Group

@@ -28,6 +28,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/winready/winready/internal/version"
 )
 
 // helperArgs, set in the environment, makes the test binary run
@@ -74,7 +76,8 @@ func runFlags(args ...string) (code int, stdout, stderr string) {
 
 // commands are every command that talks to the cluster, as a script runs it.
 var commands = [][]string{{"status"}, {"status", "--watch"}, {"status", "--until", "Ready"}, {"approve", "BGP"},
-	{"pause"}, {"resume"}, {"rollback", "--yes"}, {"retry"}, {"rerun", "preflight"}, {"plan"}, {"plan", "-o", "json"}}
+	{"pause"}, {"resume"}, {"rollback", "--yes"}, {"retry"}, {"rerun", "preflight"}, {"plan"}, {"plan", "-o", "json"},
+	{"check", "--pre"}, {"check"}, {"version"}}
 
 // TestExitStatusesOfEveryCommand runs each command where a pipeline would
 // meet each exit status that does not depend on the migration: a usage
@@ -89,6 +92,8 @@ func TestExitStatusesOfEveryCommand(t *testing.T) {
 		code, stdout, stderr := runFlags(args...)
 		shown := strings.ReplaceAll(strings.ReplaceAll(strings.Join(args, " "), good, "GOOD"), unreachable, "UNREACHABLE")
 		stderr = strings.ReplaceAll(strings.ReplaceAll(stderr, good, "GOOD"), unreachable, "UNREACHABLE")
+		// version prints this build's, which moves with the Go toolchain.
+		stdout = strings.ReplaceAll(stdout, version.Get().String(), "<client>")
 		fmt.Fprintf(&got, "$ kubectl winready %s\nexit %d\n%s%s", shown, code, stdout, stderr)
 		if code != wantCode {
 			t.Errorf("%s: exit status %d, want %d; stderr:\n%s", shown, code, wantCode, stderr)
@@ -265,4 +270,19 @@ func userConfig(t *testing.T, name string) *rest.Config {
 		t.Fatal(err)
 	}
 	return u.Config()
+}
+
+// TestEveryExitStatusIsInTheDocs: docs/operating.md's table is the contract
+// scripts read; a status added here and not there is one nobody can rely on.
+func TestEveryExitStatusIsInTheDocs(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "operating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []int{ExitFailed, ExitError, ExitUnreachable, ExitNotInstalled, ExitNoWindowsReadiness,
+		ExitManagedByGitOps, ExitRefused, ExitForbidden, ExitCheckFailed, ExitTimeout} {
+		if !strings.Contains(string(data), fmt.Sprintf("\n| %d | ", code)) {
+			t.Errorf("docs/operating.md has no row for exit status %d", code)
+		}
+	}
 }

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/winready/winready/api/v1alpha1"
-	"github.com/winready/winready/internal/version"
 )
 
 // options are what every command shares: the kubectl flags, the streams,
@@ -82,21 +81,9 @@ func newCommand(o *options) *cobra.Command {
 	root.SetErr(o.streams.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitError, err) })
 	root.AddCommand(statusCommand(o), approveCommand(o), pauseCommand(o, true), pauseCommand(o, false),
-		rollbackCommand(o), planCommand(o), versionCommand(o))
+		rollbackCommand(o), planCommand(o), checkCommand(o), versionCommand(o))
 	root.AddCommand(retryCommand(o), rerunCommand(o))
 	return root
-}
-
-func versionCommand(o *options) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the plugin's version",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(o.streams.Out, version.Get())
-			return err
-		},
-	}
 }
 
 // get reads the one WindowsReadiness.

@@ -338,8 +338,8 @@ func TestPlanOfASeededCluster(t *testing.T) {
 }
 
 func TestVersionPrintsTheBuild(t *testing.T) {
-	out, err := run(t, "version")
-	if err != nil || !strings.HasPrefix(out, "winready dev (revision ") {
+	out, err := run(t, "version", "--client")
+	if err != nil || !strings.HasPrefix(out, "Client Version: winready dev (revision ") || strings.Count(out, "\n") != 1 {
 		t.Errorf("version printed %q, %v", out, err)
 	}
 }

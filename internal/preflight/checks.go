@@ -751,6 +751,13 @@ func calicoVersion(in Inputs, spec v1alpha1.PreflightSpec) v1alpha1.PreflightChe
 	return result(CheckCalicoVersion, v1alpha1.CheckPass, "Calico %s (%s): winready is tested with Calico %s", st.CalicoVersion, st.Variant, tested)
 }
 
+// CalicoVersionOf is the CalicoVersion check on Installation inst alone:
+// kubectl winready check --pre judges the version as the preflight does,
+// before winready is installed and without gathering the rest.
+func CalicoVersionOf(inst *operatorv1.Installation, spec v1alpha1.PreflightSpec) v1alpha1.PreflightCheck {
+	return calicoVersion(Inputs{Installation: inst}, spec)
+}
+
 // linuxWorkers fails when no schedulable Linux node outside the control
 // plane is left for CoreDNS, the Tigera operator and Typha.
 func linuxWorkers(in Inputs) v1alpha1.PreflightCheck {

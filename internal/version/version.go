@@ -19,6 +19,12 @@ var (
 	Revision = ""
 )
 
+// MinKubernetes is the oldest Kubernetes minor winready runs on: it needs
+// ValidatingAdmissionPolicy v1, the node name in pod-bound ServiceAccount
+// tokens and the CEL CIDR library (docs/install.md). The chart's kubeVersion
+// and kubectl winready check --pre read it from here.
+const MinKubernetes = "1.31"
+
 // Info is one build's identity.
 type Info struct {
 	Version   string `json:"version"`
