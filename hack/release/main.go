@@ -206,7 +206,7 @@ func buildRelease(o options, digest string) error {
 func writeManifests(o options, digest string) error {
 	repository := strings.TrimSuffix(o.registry, "/") + "/winready"
 	config := filepath.Join(o.repo, "config")
-	manifest, err := renderInstall(config, repository, digest)
+	manifest, err := renderInstall(config, o.version, repository, digest)
 	if err != nil {
 		return err
 	}

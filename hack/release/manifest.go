@@ -20,7 +20,7 @@ const imageName = "winready"
 // renderInstall builds config/default as `kustomize build` does, with the
 // image set as `kustomize edit set image winready=<ref>` would set it, from an
 // in-memory copy of configDir so the checkout is left as it is.
-func renderInstall(configDir, repository, digest string) ([]byte, error) {
+func renderInstall(configDir, version, repository, digest string) ([]byte, error) {
 	mem := filesys.MakeFsInMemory()
 	if err := filepath.WalkDir(configDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -48,6 +48,13 @@ func renderInstall(configDir, repository, digest string) ([]byte, error) {
 		return nil, fmt.Errorf("decoding %s: %w", kfile, err)
 	}
 	k["images"] = []map[string]string{{"name": imageName, "newName": repository, "digest": digest}}
+	// The manager's Deployment says which release it runs: the image is
+	// pinned by digest, with no tag (kubectl winready version reads it).
+	patches, _ := k["patches"].([]any)
+	k["patches"] = append(patches, map[string]any{
+		"target": map[string]any{"kind": "Deployment", "name": "winready-manager"},
+		"patch": fmt.Sprintf(`[{"op": "add", "path": "/metadata/labels/app.kubernetes.io~1version", "value": %q}]`, version),
+	})
 	if data, err = yaml.Marshal(k); err != nil {
 		return nil, err
 	}
