@@ -48,7 +48,7 @@ func (r *Reconciler) conclude(ctx context.Context, s *scope, o Outcome) (ctrl.Re
 	msg := o.Message
 	switch conditions.EffectOf(o.Reason) {
 	case conditions.Waits:
-		if o.Step != "" && o.Reason == conditions.ReasonWaiting {
+		if o.Step != "" && o.Reason == conditions.ReasonWaitingForCalico {
 			return r.waitForCalico(ctx, s, o), nil
 		}
 		setSummary(s, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, o.Reason, msg)
@@ -132,7 +132,7 @@ func (r *Reconciler) waitForCalico(ctx context.Context, s *scope, o Outcome) ctr
 			"moves again, or raise spec.progressDeadline, or set spec.direction: Rollback", msg, idle.Round(time.Second), deadline), string(o.Step))
 		return ctrl.Result{}
 	}
-	setSummary(s, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, conditions.ReasonWaiting, msg)
+	setSummary(s, metav1.ConditionFalse, metav1.ConditionTrue, metav1.ConditionFalse, conditions.ReasonWaitingForCalico, msg)
 	log.FromContext(ctx).V(1).Info("waiting", "step", o.Step, "for", msg)
 	return r.result(o.lookAgain(deadline - idle))
 }
@@ -188,16 +188,16 @@ const permanentAfter = 3
 // spec or a watched object changes.
 func (r *Reconciler) concludeError(ctx context.Context, s *scope, err error) (ctrl.Result, error) {
 	failures := s.failures
-	if permanent(err) && (failures+1 >= permanentAfter || s.alreadyStalled(conditions.ReasonRefused)) {
+	if permanent(err) && (failures+1 >= permanentAfter || s.alreadyStalled(conditions.ReasonRefusedByAPIServer)) {
 		msg := fmt.Sprintf("the API server refused a write %d times: %v. Fix what it names (winready's RBAC, an admission policy, "+
 			"the object), then edit the WindowsReadiness or annotate it to try again", failures+1, err)
-		r.stall(s, conditions.ReasonRefused, msg, "")
+		r.stall(s, conditions.ReasonRefusedByAPIServer, msg, "")
 		log.FromContext(ctx).Error(err, "refused for good, stalled")
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	after := r.opts.backoff(failures)
 	at := s.now.Add(after)
-	reason := conditions.ReasonRetrying
+	reason := conditions.ReasonRetryingAfterError
 	msg := fmt.Sprintf("%v; retrying at %s (in %s, attempt %d)", err, at.UTC().Format(time.RFC3339), after.Round(time.Millisecond), failures+1)
 	if apierrors.IsServiceUnavailable(err) {
 		// A 503 from projectcalico.org/v3 is the Calico API server down: its

@@ -76,7 +76,7 @@ func TestConcludeDecidesByTheCatalogue(t *testing.T) {
 		summary string
 		event   string
 	}{
-		{"a wait for Calico", Outcome{Reason: conditions.ReasonWaiting, Step: v1alpha1.StepBGP, Message: "waiting for calico-node"},
+		{"a wait for Calico", Outcome{Reason: conditions.ReasonWaitingForCalico, Step: v1alpha1.StepBGP, Message: "waiting for calico-node"},
 			"FTF WaitingForCalico", ""},
 		{"progress", progressing(time.Second, "probing"), "FTF Progressing", ""},
 		{"a hold the spec asked for", stop(conditions.ReasonPaused, "paused"), "FTF Paused", ""},
@@ -145,7 +145,7 @@ func TestARefusalStallsAfterAFewTries(t *testing.T) {
 	if msg := c.s.wr.Status.Message; !strings.Contains(msg, "a policy denies it") {
 		t.Errorf("message %q lacks the server's words", msg)
 	}
-	stalled := metav1.Condition{Type: conditions.Stalled, Status: metav1.ConditionTrue, Reason: conditions.ReasonRefused}
+	stalled := metav1.Condition{Type: conditions.Stalled, Status: metav1.ConditionTrue, Reason: conditions.ReasonRefusedByAPIServer}
 	if c := conclusion(t, failed(refused), 0, stalled); c.summary() != "TFF RefusedByAPIServer" {
 		t.Errorf("a refusal after a refusal stall: %s, want the stall at once", c.summary())
 	}

@@ -40,7 +40,7 @@ var _ = Describe("Another writer of the Installation", func() {
 		patches, err := labeler.Stop()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(patches).To(BeNumerically(">", 10), "the labeler wrote all along")
-		Expect(reasons.Stop()).NotTo(ContainElement(BeElementOf(conditions.ReasonRetrying, conditions.ReasonRefused)),
+		Expect(reasons.Stop()).NotTo(ContainElement(BeElementOf(conditions.ReasonRetryingAfterError, conditions.ReasonRefusedByAPIServer)),
 			"a write that lost to the labeler went back to the queue, not into the status")
 	})
 })

@@ -41,7 +41,7 @@ func waitingPass(clock *clocktesting.FakeClock, deadline time.Duration) *waiting
 // wait concludes a pass that waits for what, at step BGP.
 func (w *waiting) wait(what string) ctrl.Result {
 	w.now = w.clock.Now()
-	result, _ := w.r.conclude(context.Background(), w.scope, Outcome{Reason: conditions.ReasonWaiting, Step: v1alpha1.StepBGP, Message: what})
+	result, _ := w.r.conclude(context.Background(), w.scope, Outcome{Reason: conditions.ReasonWaitingForCalico, Step: v1alpha1.StepBGP, Message: what})
 	return result
 }
 

@@ -79,6 +79,6 @@ func writeCalicoHealthy(s *scope) {
 				fmt.Sprintf("TigeraStatus %s is Degraded (%s)", h.degraded.Name, h.degraded.Message))
 		}
 	default:
-		s.set(conditions.CalicoHealthy, metav1.ConditionTrue, conditions.ReasonCalicoHealthy, "no TigeraStatus is Degraded")
+		s.set(conditions.CalicoHealthy, metav1.ConditionTrue, conditions.ReasonAllComponentsHealthy, "no TigeraStatus is Degraded")
 	}
 }

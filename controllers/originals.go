@@ -115,8 +115,8 @@ func (r foreignRecord) unrecordedOriginals(ctx context.Context, s *scope) Outcom
 		s.record, s.wr.Status.Originals = rec, o
 		msg := fmt.Sprintf("the originals status.originals showed, acknowledged (%s), recorded in ConfigMap %s/%s; "+
 			"the migration goes on from them", v1alpha1.AcknowledgeForeignRecord, r.opts.Namespace, record.Name)
-		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord, msg)
-		s.note(corev1.EventTypeNormal, conditions.ReasonRestoredRecord, "Record", "%s", msg)
+		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredFromRecord, msg)
+		s.note(corev1.EventTypeNormal, conditions.ReasonRestoredFromRecord, "Record", "%s", msg)
 		return done()
 	}
 	next := fmt.Sprintf("If these are the cluster's values from before the first change, add %s to spec.preflight.acknowledge",
@@ -159,12 +159,12 @@ func (r originals) reconcile(ctx context.Context, s *scope) Outcome {
 		s.steps().reset(r.steps)
 		msg := fmt.Sprintf("read back from ConfigMap %s/%s, recorded at %s before the first change; "+
 			"the migration goes on from what the cluster shows", ns, record.Name, saved.RecordedAt.UTC().Format(time.RFC3339))
-		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord, msg)
-		s.note(corev1.EventTypeNormal, conditions.ReasonRestoredRecord, "Record", "the originals were %s", msg)
+		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredFromRecord, msg)
+		s.note(corev1.EventTypeNormal, conditions.ReasonRestoredFromRecord, "Record", "the originals were %s", msg)
 	case !equality.Semantic.DeepEqual(saved, shown):
 		msg := fmt.Sprintf("status.originals disagreed with ConfigMap %s/%s, which was written before the first change and is used", ns, record.Name)
-		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord, msg)
-		s.note(corev1.EventTypeWarning, conditions.ReasonOriginalsMismatch, "Record", "%s", msg)
+		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredFromRecord, msg)
+		s.note(corev1.EventTypeWarning, conditions.ReasonOriginalsUnsafe, "Record", "%s", msg)
 	}
 	return done()
 }
@@ -193,13 +193,13 @@ func (r originals) record(ctx context.Context, s *scope) Outcome {
 	if migrated := record.Migrated(o); len(migrated) > 0 {
 		msg = fmt.Sprintf("%s; the cluster already held %s and no earlier record exists, so a rollback keeps those values",
 			msg, strings.Join(migrated, ", "))
-		s.note(corev1.EventTypeWarning, conditions.ReasonOriginalsMismatch, "Record", "%s", msg)
+		s.note(corev1.EventTypeWarning, conditions.ReasonOriginalsUnsafe, "Record", "%s", msg)
 	}
 	s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRecorded, msg)
 	if err := r.checkpoint(ctx, s, "the first change"); err != nil {
 		return failed(err)
 	}
-	s.note(corev1.EventTypeNormal, conditions.ReasonOriginalsWritten, "Record", "recorded the values the migration will change")
+	s.note(corev1.EventTypeNormal, conditions.ReasonOriginalsRecorded, "Record", "recorded the values the migration will change")
 	return done()
 }
 
@@ -224,7 +224,7 @@ func (r recordedOriginals) reconcile(ctx context.Context, s *scope) Outcome {
 		return failed(err)
 	}
 	if !equality.Semantic.DeepEqual(saved, shown) {
-		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredRecord,
+		s.set(conditions.OriginalsRecorded, metav1.ConditionTrue, conditions.ReasonRestoredFromRecord,
 			fmt.Sprintf("read back from ConfigMap %s/%s, recorded before the first change", ns, record.Name))
 	}
 	// A rollback never restores a value it does not know.

@@ -51,7 +51,7 @@ var _ = Describe("Keeping the originals", func() {
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack))
 		Expect(on.Touched()).To(Equal(original))
-		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRestoredRecord))
+		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRestoredFromRecord))
 	})
 })
 
@@ -228,7 +228,7 @@ var _ = Describe("The probe round", func() {
 		}).Should(MatchError(ContainSubstring("BGP stays on")))
 
 		on.CreateWR()
-		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRefused))
+		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRefusedByAPIServer))
 		Expect(on.WR().Status.Message).To(And(ContainSubstring("refused a write 3 times"), ContainSubstring("BGP stays on in this cluster")))
 		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)))
 		Expect(on.Step(v1alpha1.StepStrictAffinity)().State).To(Equal(v1alpha1.StepCompleted), "the steps before went ahead")

@@ -76,10 +76,10 @@ func preflightPassed(_ context.Context, s *scope) Outcome {
 			Message: "skipped as spec.preflight.skipNetworkProbe asks: UDP 4789 between nodes is not verified"})
 	}
 	if len(warned) > 0 {
-		s.set(conditions.PreflightPassed, metav1.ConditionTrue, conditions.ReasonPreflightWarnings, "passed with warnings: "+summarize(warned))
+		s.set(conditions.PreflightPassed, metav1.ConditionTrue, conditions.ReasonChecksPassedWithWarnings, "passed with warnings: "+summarize(warned))
 		return done()
 	}
-	s.set(conditions.PreflightPassed, metav1.ConditionTrue, conditions.ReasonPreflightPassed, "every compatibility check passed and UDP 4789 passes between nodes")
+	s.set(conditions.PreflightPassed, metav1.ConditionTrue, conditions.ReasonChecksPassed, "every compatibility check passed and UDP 4789 passes between nodes")
 	return done()
 }
 

@@ -83,8 +83,8 @@ func (r targets) proveAPIServer(ctx context.Context, s *scope, t *v1alpha1.Targe
 		msg := fmt.Sprintf("the API server address %s:%s (%s) failed the TLS check against the cluster CA (ConfigMap %s/%s): %v. "+
 			"Nothing was changed; set spec.apiServer to an address of this cluster's API server whose serving certificate the "+
 			"cluster CA signs for that host", t.APIServerHost, t.APIServerPort, t.Source, ns, detect.RootCAConfigMap, err)
-		s.set(conditions.DirectAPIServerAddress, metav1.ConditionFalse, conditions.ReasonAPIServerUnproven, msg)
-		return "", stop(conditions.ReasonAPIServerUnproven, "%s", msg)
+		s.set(conditions.DirectAPIServerAddress, metav1.ConditionFalse, conditions.ReasonAPIServerAddressUnproven, msg)
+		return "", stop(conditions.ReasonAPIServerAddressUnproven, "%s", msg)
 	}
 	return "; its TLS certificate is verified against the cluster CA", done()
 }

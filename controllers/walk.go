@@ -60,7 +60,7 @@ func at(o Outcome, step v1alpha1.StepName, n, total int) Outcome {
 
 // waitingFor is a step waiting for Calico to apply what is written.
 func waitingFor(what string) Outcome {
-	return Outcome{Reason: conditions.ReasonWaiting, Message: "waiting for " + what}
+	return Outcome{Reason: conditions.ReasonWaitingForCalico, Message: "waiting for " + what}
 }
 
 // input is what the steps decide from, toward dir: the cluster as read from

@@ -32,8 +32,8 @@ var summaryOf = map[Effect][]string{
 }
 
 // setOnNone are the reasons of the catalogue that winready sets on no
-// condition and in no Event today.
-var setOnNone = map[string]bool{ReasonRollingBack: true}
+// condition and in no Event today: none; a reason nothing sets is removed.
+var setOnNone = map[string]bool{}
 
 // reasonRow is a row of docs/concepts.md's table of reasons.
 type reasonRow struct {

@@ -32,47 +32,46 @@ const (
 
 // Reasons.
 const (
-	ReasonProgressing          = "Progressing"
-	ReasonWaiting              = "WaitingForCalico"
-	ReasonMigrated             = "Migrated"
-	ReasonRolledBack           = "RolledBack"
-	ReasonNothingToRollBack    = "NothingToRollBack"
-	ReasonPaused               = "Paused"
-	ReasonDryRun               = "DryRun"
-	ReasonAwaitingApproval     = "AwaitingApproval"
-	ReasonConflictingManager   = "ConflictingManager"
-	ReasonPreflightFailed      = "PreflightFailed"
-	ReasonNetworkProbeFailed   = "NetworkProbeFailed"
-	ReasonPreflightPassed      = "ChecksPassed"
-	ReasonPreflightWarnings    = "ChecksPassedWithWarnings"
-	ReasonInstallationNotFound = "InstallationNotFound"
-	ReasonCalicoAPIUnavailable = "CalicoAPIUnavailable"
+	ReasonProgressing              = "Progressing"
+	ReasonWaitingForCalico         = "WaitingForCalico"
+	ReasonMigrated                 = "Migrated"
+	ReasonRolledBack               = "RolledBack"
+	ReasonNothingToRollBack        = "NothingToRollBack"
+	ReasonPaused                   = "Paused"
+	ReasonDryRun                   = "DryRun"
+	ReasonAwaitingApproval         = "AwaitingApproval"
+	ReasonConflictingManager       = "ConflictingManager"
+	ReasonPreflightFailed          = "PreflightFailed"
+	ReasonNetworkProbeFailed       = "NetworkProbeFailed"
+	ReasonChecksPassed             = "ChecksPassed"
+	ReasonChecksPassedWithWarnings = "ChecksPassedWithWarnings"
+	ReasonInstallationNotFound     = "InstallationNotFound"
+	ReasonCalicoAPIUnavailable     = "CalicoAPIUnavailable"
 	// ReasonCalicoAPIServerUnavailable: the aggregated Calico API server
 	// answers 503 (its APIService is not Available); it comes back by itself.
 	ReasonCalicoAPIServerUnavailable = "CalicoAPIServerUnavailable"
 	ReasonStepTimeout                = "StepTimeout"
 	ReasonDetectionFailed            = "DetectionFailed"
-	// ReasonAPIServerUnproven: the address to write for calico-node failed
+	// ReasonAPIServerAddressUnproven: the address to write for calico-node failed
 	// the TLS check against the cluster CA.
-	ReasonAPIServerUnproven   = "APIServerAddressUnproven"
-	ReasonCalicoDegraded      = "CalicoDegraded"
-	ReasonCalicoHealthy       = "AllComponentsHealthy"
-	ReasonWindowsNodesPresent = "WindowsNodesPresent"
-	ReasonNoWindowsNodes      = "NoWindowsNodes"
-	ReasonRollingBack         = "RollingBack"
-	ReasonAddress             = "Address"
-	ReasonHostname            = "Hostname"
-	// ReasonRetrying: a read or write failed (a server error, a timeout, a
+	ReasonAPIServerAddressUnproven = "APIServerAddressUnproven"
+	ReasonCalicoDegraded           = "CalicoDegraded"
+	ReasonAllComponentsHealthy     = "AllComponentsHealthy"
+	ReasonWindowsNodesPresent      = "WindowsNodesPresent"
+	ReasonNoWindowsNodes           = "NoWindowsNodes"
+	ReasonAddress                  = "Address"
+	ReasonHostname                 = "Hostname"
+	// ReasonRetryingAfterError: a read or write failed (a server error, a timeout, a
 	// denial); it is retried with a capped backoff, never turned into a stall.
-	ReasonRetrying = "RetryingAfterError"
-	// ReasonOriginalsMismatch: the cluster already looks migrated and the
+	ReasonRetryingAfterError = "RetryingAfterError"
+	// ReasonOriginalsUnsafe: the cluster already looks migrated and the
 	// durable record of the originals is missing or disagrees.
-	ReasonOriginalsMismatch = "OriginalsUnsafe"
-	ReasonRecorded          = "Recorded"
+	ReasonOriginalsUnsafe = "OriginalsUnsafe"
+	ReasonRecorded        = "Recorded"
 	// ReasonPodNetworkCheckFailed: the pod network is worse after a step
 	// than before the first change.
 	ReasonPodNetworkCheckFailed = "PodNetworkCheckFailed"
-	ReasonRestoredRecord        = "RestoredFromRecord"
+	ReasonRestoredFromRecord    = "RestoredFromRecord"
 	// ReasonOriginalsIncomplete: the originals, recorded by an earlier
 	// winready, lack a value the rollback must restore and the cluster cannot
 	// tell it; a person supplies it in the record.
@@ -86,10 +85,10 @@ const (
 	// ReasonMaxUnavailableTooHigh: spec.rollout.maxUnavailable would take the
 	// pod network from too many nodes at once.
 	ReasonMaxUnavailableTooHigh = "MaxUnavailableTooHigh"
-	// ReasonRefused: the API server refused a write for good (Forbidden,
+	// ReasonRefusedByAPIServer: the API server refused a write for good (Forbidden,
 	// Invalid): trying again changes nothing until a person fixes what it
 	// names (RBAC, an admission policy, the object).
-	ReasonRefused = "RefusedByAPIServer"
+	ReasonRefusedByAPIServer = "RefusedByAPIServer"
 	// ReasonRevertingStep: the pod network got worse after a step and
 	// spec.podNetworkCheck.onFailure is Revert: the step is being taken back.
 	ReasonRevertingStep = "RevertingStep"
@@ -118,7 +117,7 @@ const (
 	ReasonStepStarted            = "StepStarted"
 	ReasonStepFinished           = "StepFinished"
 	ReasonValueReverted          = "ValueReverted"
-	ReasonOriginalsWritten       = "OriginalsRecorded"
+	ReasonOriginalsRecorded      = "OriginalsRecorded"
 	ReasonNetworkProbeStarted    = "NetworkProbeStarted"
 	ReasonNetworkProbeStopped    = "NetworkProbeStopped"
 	ReasonNetworkProbePassed     = "NetworkProbePassed"
@@ -155,23 +154,23 @@ const (
 // catalogue says for every reason what it means. A reason missing here is a
 // stall, and the package's tests fail on it.
 var catalogue = map[string]Effect{
-	ReasonProgressing: Waits, ReasonWaiting: Waits, ReasonRetrying: Waits, ReasonCalicoDegraded: Waits,
-	ReasonRollingBack: Waits, ReasonCalicoAPIServerUnavailable: Waits, ReasonRevertingStep: Waits,
+	ReasonProgressing: Waits, ReasonWaitingForCalico: Waits, ReasonRetryingAfterError: Waits, ReasonCalicoDegraded: Waits,
+	ReasonCalicoAPIServerUnavailable: Waits, ReasonRevertingStep: Waits,
 	ReasonPaused: Holds, ReasonAwaitingApproval: Holds, ReasonDryRun: Rests,
 	ReasonConflictingManager: Stalls, ReasonPreflightFailed: Stalls, ReasonNetworkProbeFailed: Stalls,
 	ReasonInstallationNotFound: Stalls, ReasonCalicoAPIUnavailable: Stalls, ReasonStepTimeout: Stalls,
 	ReasonDetectionFailed: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonPodNetworkCheckFailed: Stalls,
-	ReasonMaxUnavailableTooHigh: Stalls, ReasonOriginalsIncomplete: Stalls, ReasonForeignRecord: Stalls, ReasonAPIServerUnproven: Stalls,
-	ReasonRefused:  Stalls,
-	ReasonMigrated: Completes, ReasonRolledBack: Completes, ReasonNothingToRollBack: Completes,
+	ReasonMaxUnavailableTooHigh: Stalls, ReasonOriginalsIncomplete: Stalls, ReasonForeignRecord: Stalls, ReasonAPIServerAddressUnproven: Stalls,
+	ReasonRefusedByAPIServer: Stalls,
+	ReasonMigrated:           Completes, ReasonRolledBack: Completes, ReasonNothingToRollBack: Completes,
 	ReasonWindowsNodesJoined: Informs, ReasonWindowsNodesJoining: Informs, ReasonWindowsNodeNotJoined: Informs,
-	ReasonStepStarted: Informs, ReasonStepFinished: Informs, ReasonValueReverted: Informs, ReasonOriginalsWritten: Informs,
+	ReasonStepStarted: Informs, ReasonStepFinished: Informs, ReasonValueReverted: Informs, ReasonOriginalsRecorded: Informs,
 	ReasonNetworkProbeStarted: Informs, ReasonNetworkProbeStopped: Informs, ReasonNetworkProbePassed: Informs,
 	ReasonNetworkProbeSkipped: Informs, ReasonPodNetworkCheckStarted: Informs, ReasonPodNetworkCheckStopped: Informs,
 	ReasonPodNetworkChecked: Informs, ReasonCalicoNodeReleased: Informs, ReasonCalicoNodeIgnored: Informs, ReasonRolloutSpeedRestored: Informs,
-	ReasonPreflightPassed: Informs, ReasonPreflightWarnings: Informs, ReasonCalicoHealthy: Informs,
+	ReasonChecksPassed: Informs, ReasonChecksPassedWithWarnings: Informs, ReasonAllComponentsHealthy: Informs,
 	ReasonNoWindowsNodes: Informs, ReasonAddress: Informs, ReasonHostname: Informs,
-	ReasonOriginalsMismatch: Informs, ReasonRecorded: Informs, ReasonRestoredRecord: Informs,
+	ReasonOriginalsUnsafe: Informs, ReasonRecorded: Informs, ReasonRestoredFromRecord: Informs,
 }
 
 // EffectOf is what a reason means; an unknown reason stalls, so that a

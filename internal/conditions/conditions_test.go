@@ -52,7 +52,7 @@ func TestCatalogueIsComplete(t *testing.T) {
 func TestEffects(t *testing.T) {
 	for reason, want := range map[string]Effect{
 		ReasonPaused: Holds, ReasonAwaitingApproval: Holds, ReasonCalicoDegraded: Waits,
-		ReasonStepTimeout: Stalls, ReasonConflictingManager: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonMigrated: Completes, ReasonDryRun: Rests, ReasonRefused: Stalls,
+		ReasonStepTimeout: Stalls, ReasonConflictingManager: Stalls, ReasonWindowsNodesPresent: Stalls, ReasonMigrated: Completes, ReasonDryRun: Rests, ReasonRefusedByAPIServer: Stalls,
 	} {
 		if got := EffectOf(reason); got != want {
 			t.Errorf("%s: %v, want %v", reason, got, want)
@@ -74,19 +74,19 @@ func TestPhase(t *testing.T) {
 		{"", nil, v1alpha1.PhasePending},
 		{"", []cond{{Reconciling, "True", ReasonProgressing}}, v1alpha1.PhasePreflight},
 		{"", []cond{{Reconciling, "True", ReasonProgressing}, {PreflightPassed, "Unknown", ReasonProgressing}}, v1alpha1.PhasePreflight},
-		{"", []cond{{Reconciling, "True", ReasonWaiting}, {PreflightPassed, "True", ReasonPreflightPassed}}, v1alpha1.PhaseMigrating},
+		{"", []cond{{Reconciling, "True", ReasonWaitingForCalico}, {PreflightPassed, "True", ReasonChecksPassed}}, v1alpha1.PhaseMigrating},
 		{"", []cond{{Ready, "False", ReasonDryRun}, {Reconciling, "False", ReasonDryRun}}, v1alpha1.PhasePlanned},
 		{"", []cond{{Reconciling, "True", ReasonAwaitingApproval}}, v1alpha1.PhaseAwaitingApproval},
 		{"", []cond{{Reconciling, "True", ReasonPaused}}, v1alpha1.PhasePaused},
 		{"", []cond{{Stalled, "True", ReasonStepTimeout}, {Reconciling, "True", ReasonPaused}}, v1alpha1.PhaseStalled},
 		{"", []cond{{Ready, "True", ReasonMigrated}, {Reconciling, "False", ReasonMigrated}}, v1alpha1.PhaseReady},
-		{v1alpha1.DirectionRollback, []cond{{Reconciling, "True", ReasonWaiting}}, v1alpha1.PhaseRollingBack},
+		{v1alpha1.DirectionRollback, []cond{{Reconciling, "True", ReasonWaitingForCalico}}, v1alpha1.PhaseRollingBack},
 		{v1alpha1.DirectionRollback, []cond{{Ready, "True", ReasonRolledBack}, {Reconciling, "False", ReasonRolledBack}}, v1alpha1.PhaseRolledBack},
 		{v1alpha1.DirectionRollback, []cond{{Ready, "True", ReasonNothingToRollBack}, {Reconciling, "False", ReasonNothingToRollBack}}, v1alpha1.PhaseRolledBack},
 		// The direction was just turned: the conditions still tell of the
 		// other direction's end, which is not this one's.
-		{v1alpha1.DirectionRollback, []cond{{Ready, "True", ReasonMigrated}, {Reconciling, "False", ReasonMigrated}, {PreflightPassed, "True", ReasonPreflightPassed}}, v1alpha1.PhaseRollingBack},
-		{v1alpha1.DirectionMigrate, []cond{{Ready, "True", ReasonRolledBack}, {Reconciling, "False", ReasonRolledBack}, {PreflightPassed, "True", ReasonPreflightPassed}}, v1alpha1.PhaseMigrating},
+		{v1alpha1.DirectionRollback, []cond{{Ready, "True", ReasonMigrated}, {Reconciling, "False", ReasonMigrated}, {PreflightPassed, "True", ReasonChecksPassed}}, v1alpha1.PhaseRollingBack},
+		{v1alpha1.DirectionMigrate, []cond{{Ready, "True", ReasonRolledBack}, {Reconciling, "False", ReasonRolledBack}, {PreflightPassed, "True", ReasonChecksPassed}}, v1alpha1.PhaseMigrating},
 	} {
 		wr := &v1alpha1.WindowsReadiness{Spec: v1alpha1.WindowsReadinessSpec{Direction: tc.dir}}
 		for _, c := range tc.conds {

@@ -512,7 +512,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		patches, err := labeler.Stop()
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Printf("contention: %d label patches of the Installation during the migration\n", patches)
-		Expect(reasons.Stop()).NotTo(ContainElement(BeElementOf(conditions.ReasonRetrying, conditions.ReasonRefused)),
+		Expect(reasons.Stop()).NotTo(ContainElement(BeElementOf(conditions.ReasonRetryingAfterError, conditions.ReasonRefusedByAPIServer)),
 			"a write that lost to the labeler went back to the queue, not into the status")
 	})
 

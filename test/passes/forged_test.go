@@ -102,7 +102,7 @@ var _ = Describe("What winready does not take from its own status or a record it
 		rec := loadRecord()
 		Expect(rec.WrittenBy(on.WR().UID)).To(BeTrue(), "acknowledged, they are this WindowsReadiness's record")
 		Expect(rec.Originals.RecordedAt).To(Equal(kept.RecordedAt), "the record holds what the status showed")
-		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRestoredRecord))
+		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRestoredFromRecord))
 
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseRolledBack))
@@ -144,7 +144,7 @@ var _ = Describe("What winready does not take from its own status or a record it
 		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
 		Expect(on.WR().Status.Originals.NodeMaxUnavailable).To(HaveValue(Equal(v1alpha1.OriginalValue{Present: true, Value: "100%"})),
 			"a person accepted the record's values")
-		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRestoredRecord))
+		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRestoredFromRecord))
 	})
 
 	It("goes on from the record it wrote itself after a restart, with no acknowledgement", func() {
@@ -155,7 +155,7 @@ var _ = Describe("What winready does not take from its own status or a record it
 		b.restart()
 		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
 		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRecorded))
-		Expect(b.events.count("Warning " + conditions.ReasonOriginalsMismatch)).To(BeZero())
+		Expect(b.events.count("Warning " + conditions.ReasonOriginalsUnsafe)).To(BeZero())
 		Expect(on.WR().Status.Originals.BGP).To(Equal(v1alpha1.OriginalValue{Present: true, Value: "Enabled"}))
 	})
 })

@@ -79,7 +79,7 @@ var _ = Describe("Migrating clusters of every starting point", func() {
 			"ipv6":                operatorv1.EncapsulationVXLAN,
 		}))
 		Expect(on.IPPool("second").Spec.VXLANMode).To(BeEquivalentTo("Always"))
-		Expect(on.Condition(conditions.PreflightPassed)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPreflightWarnings),
+		Expect(on.Condition(conditions.PreflightPassed)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonChecksPassedWithWarnings),
 			"an IPv6 pool is a warning: Windows pods get IPv4 only")
 		Expect(look.CalicoWrites(b.r.Writes.Snapshot())).To(HaveKeyWithValue("Installation patch", 3), "both pools change in one patch")
 	})
@@ -123,7 +123,7 @@ var _ = Describe("Migrating clusters of every starting point", func() {
 		})
 		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
 		Expect(on.WR().Status.Preflight.Probe.Skipped).To(BeTrue())
-		Expect(on.Condition(conditions.PreflightPassed)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPreflightWarnings))
+		Expect(on.Condition(conditions.PreflightPassed)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonChecksPassedWithWarnings))
 		Expect(on.Condition(conditions.PreflightPassed)().Message).To(ContainSubstring("NetworkProbe: skipped"))
 		Expect(b.r.Writes.Snapshot()).NotTo(HaveKey("DaemonSet "+probeNamespace+" create"), "no agents were started")
 	})

@@ -183,7 +183,7 @@ var _ = Describe("Rolling back pass by pass", func() {
 		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
 		Expect(on.WR().Status.Originals.BGP).To(Equal(v1alpha1.OriginalValue{Present: true, Value: "Enabled"}),
 			"the originals are the ones from before the first change, not the half-migrated values")
-		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRestoredRecord))
+		Expect(on.Condition(conditions.OriginalsRecorded)()).To(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonRestoredFromRecord))
 
 		rollback()
 		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseRolledBack))

@@ -182,7 +182,7 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 			wr.Spec.PodNetworkCheck.Disabled = true
 		})
 		By("refusing kubeadm's controlPlaneEndpoint, which no API server of this cluster answers")
-		reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonAPIServerUnproven))
+		reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonAPIServerAddressUnproven))
 		Expect(on.WR().Status.Message).To(And(ContainSubstring("the API server address 10.0.0.10:6443 (serviceCIDRs from ServiceCIDR objects; "+
 			"API server from kubeadm-config controlPlaneEndpoint) failed the TLS check against the cluster CA"), ContainSubstring("set spec.apiServer")))
 		Expect(on.WR().Status.Originals).To(BeNil())
