@@ -313,6 +313,39 @@ admission policy winready-probe-daemonset admits only when it is the manager's. 
 	return writeFiles(root, files)
 }
 
+// chartOnly marks what the chart adds to install.yaml's objects: Helm's keep
+// policy where an uninstall must not delete, and the values that change
+// metadata.
+func chartOnly(kind, name string, meta map[string]any) error {
+	annotations := func() map[string]any {
+		ann, _ := meta["annotations"].(map[string]any)
+		if ann == nil {
+			ann = map[string]any{}
+			meta["annotations"] = ann
+		}
+		return ann
+	}
+	switch {
+	case kind == "CustomResourceDefinition":
+		// A template, not crds/: helm upgrade upgrades it (Helm never
+		// touches crds/ after the install), and crds.keep keeps it, and
+		// with it every WindowsReadiness, on helm uninstall.
+		annotations()[marker("CRDKEEP")] = ""
+	case kind == "Namespace":
+		// helm uninstall keeps the namespace, and with it the record of the
+		// originals a rollback needs (ConfigMap winready-originals, which no
+		// chart renders).
+		annotations()["helm.sh/resource-policy"] = "keep"
+	case kind == "ClusterRole" && name == "winready-editor":
+		labels, _ := meta["labels"].(map[string]any)
+		if len(labels) == 0 {
+			return fmt.Errorf("ClusterRole winready-editor has no labels")
+		}
+		labels[marker("AGGREGATETOEDIT")] = ""
+	}
+	return nil
+}
+
 // installTemplates puts install.yaml's CRDs into crds/ and every other
 // object into templates/winready.yaml, with the Deployment's values taken out.
 func installTemplates(install []byte, files map[string][]byte, v *chartValues) error {
@@ -325,40 +358,16 @@ func installTemplates(install []byte, files map[string][]byte, v *chartValues) e
 	for _, obj := range objs {
 		meta := nested(obj, "metadata")
 		kind, name := obj["kind"].(string), meta["name"].(string)
+		if err := chartOnly(kind, name, meta); err != nil {
+			return err
+		}
 		if kind == "CustomResourceDefinition" {
-			// A template, not crds/: helm upgrade upgrades it (Helm never
-			// touches crds/ after the install), and crds.keep keeps it,
-			// and with it every WindowsReadiness, on helm uninstall.
-			ann, _ := meta["annotations"].(map[string]any)
-			if ann == nil {
-				ann = map[string]any{}
-				meta["annotations"] = ann
-			}
-			ann[marker("CRDKEEP")] = ""
 			doc, err := templateOf(obj)
 			if err != nil {
 				return fmt.Errorf("CRD %s: %w", name, err)
 			}
 			crds = append(crds, doc)
 			continue
-		}
-		if kind == "Namespace" {
-			// helm uninstall keeps the namespace, and with it the record of
-			// the originals a rollback needs (ConfigMap winready-originals,
-			// which no chart renders).
-			ann, _ := meta["annotations"].(map[string]any)
-			if ann == nil {
-				ann = map[string]any{}
-			}
-			ann["helm.sh/resource-policy"] = "keep"
-			meta["annotations"] = ann
-		}
-		if kind == "ClusterRole" && name == "winready-editor" {
-			labels, _ := meta["labels"].(map[string]any)
-			if len(labels) == 0 {
-				return fmt.Errorf("ClusterRole winready-editor has no labels")
-			}
-			labels[marker("AGGREGATETOEDIT")] = ""
 		}
 		if kind == "Deployment" && name == "winready-manager" {
 			if err := templateDeployment(obj, v); err != nil {
@@ -490,9 +499,9 @@ func yamlBlock(v any, indent int) (string, error) {
 }
 
 // valuesFile writes values.yaml: the defaults are config/default's.
-func valuesFile(v chartValues) ([]byte, error) {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `# Defaults: the objects of the release's install.yaml (test/chart checks it).
+// valuesHead and valuesTail are values.yaml around the values read from
+// config/default (valuesFile).
+const valuesHead = `# Defaults: the objects of the release's install.yaml (test/chart checks it).
 
 # The manager's image, which is also the probe agents' (WINREADY_IMAGE):
 # registry/repository@digest. A mirror sets the registry (and the repository
@@ -523,32 +532,9 @@ extraEnv: []
 # over within the lease duration.
 replicas: %v
 
-`, v.registry, v.repository, v.digest, v.replicas)
-	for _, f := range []struct {
-		key, comment string
-		val          any
-		empty        string
-	}{
-		{"resources", "The manager container's resources.", v.resources, "{}"},
-		{"nodeSelector", "The manager is a Linux binary: keep kubernetes.io/os: linux in any selector.", v.nodeSelector, "{}"},
-		{"tolerations", "Tolerations of the manager's pods.", v.tolerations, "[]"},
-	} {
-		fmt.Fprintf(&b, "# %s\n", f.comment)
-		if f.val == nil {
-			fmt.Fprintf(&b, "%s: %s\n\n", f.key, f.empty)
-			continue
-		}
-		block, err := yamlBlock(f.val, 2)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(&b, "%s:\n%s\n\n", f.key, block)
-	}
-	pc := ""
-	if s, ok := v.priorityClassName.(string); ok {
-		pc = s
-	}
-	fmt.Fprintf(&b, `# The manager pods' PriorityClass.
+`
+
+const valuesTail = `# The manager pods' PriorityClass.
 priorityClassName: %q
 
 # The CRD is a template: helm upgrade upgrades it. keep leaves it, and every
@@ -582,7 +568,36 @@ serviceMonitor:
 prometheusRule:
   enabled: false
   labels: {}
-`, pc)
+`
+
+func valuesFile(v chartValues) ([]byte, error) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, valuesHead, v.registry, v.repository, v.digest, v.replicas)
+	for _, f := range []struct {
+		key, comment string
+		val          any
+		empty        string
+	}{
+		{"resources", "The manager container's resources.", v.resources, "{}"},
+		{"nodeSelector", "The manager is a Linux binary: keep kubernetes.io/os: linux in any selector.", v.nodeSelector, "{}"},
+		{"tolerations", "Tolerations of the manager's pods.", v.tolerations, "[]"},
+	} {
+		fmt.Fprintf(&b, "# %s\n", f.comment)
+		if f.val == nil {
+			fmt.Fprintf(&b, "%s: %s\n\n", f.key, f.empty)
+			continue
+		}
+		block, err := yamlBlock(f.val, 2)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "%s:\n%s\n\n", f.key, block)
+	}
+	pc := ""
+	if s, ok := v.priorityClassName.(string); ok {
+		pc = s
+	}
+	fmt.Fprintf(&b, valuesTail, pc)
 	return b.Bytes(), nil
 }
 

@@ -53,7 +53,7 @@ func renderInstall(configDir, version, repository, digest string) ([]byte, error
 	patches, _ := k["patches"].([]any)
 	k["patches"] = append(patches, map[string]any{
 		"target": map[string]any{"kind": "Deployment", "name": "winready-manager"},
-		"patch": fmt.Sprintf(`[{"op": "add", "path": "/metadata/labels/app.kubernetes.io~1version", "value": %q}]`, version),
+		"patch":  fmt.Sprintf(`[{"op": "add", "path": "/metadata/labels/app.kubernetes.io~1version", "value": %q}]`, version),
 	})
 	if data, err = yaml.Marshal(k); err != nil {
 		return nil, err

@@ -46,6 +46,24 @@ type change struct {
 
 // apply makes ch, or, when a GitOps tool owns the object and force is
 // false, prints the spec to commit and changes nothing.
+// getBoth reads the WindowsReadiness as it is stored (what a GitOps tool
+// compares) and as winready's type.
+func getBoth(ctx context.Context, c client.Client) (*unstructured.Unstructured, *v1alpha1.WindowsReadiness, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("WindowsReadiness"))
+	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, errNoWindowsReadiness
+		}
+		return nil, nil, fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, request("get", windowsReadinesses, err))
+	}
+	wr := &v1alpha1.WindowsReadiness{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, wr); err != nil {
+		return nil, nil, fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, err)
+	}
+	return u, wr, nil
+}
+
 func (o *options) apply(ctx context.Context, force bool, output string, ch change) error {
 	if output != "yaml" && output != "patch" {
 		return withCode(ExitError, fmt.Errorf("unknown output format %q: use yaml or patch", output))
@@ -54,17 +72,9 @@ func (o *options) apply(ctx context.Context, force bool, output string, ch chang
 	if err != nil {
 		return err
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("WindowsReadiness"))
-	if err := c.Get(ctx, client.ObjectKey{Name: v1alpha1.Name}, u); err != nil {
-		if apierrors.IsNotFound(err) {
-			return errNoWindowsReadiness
-		}
-		return fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, request("get", windowsReadinesses, err))
-	}
-	wr := &v1alpha1.WindowsReadiness{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, wr); err != nil {
-		return fmt.Errorf("reading WindowsReadiness %s: %w", v1alpha1.Name, err)
+	u, wr, err := getBoth(ctx, c)
+	if err != nil {
+		return err
 	}
 	owner := gitOpsOwner(u)
 	var patch map[string]any

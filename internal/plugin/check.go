@@ -48,6 +48,17 @@ type checkReport struct {
 	Passed bool      `json:"passed"`
 }
 
+// failed names the checks that failed.
+func (ch *checker) failed() []string {
+	var failed []string
+	for _, v := range ch.verdicts {
+		if v.Result == v1alpha1.CheckFail {
+			failed = append(failed, v.Name)
+		}
+	}
+	return failed
+}
+
 func checkCommand(o *options) *cobra.Command {
 	var pre bool
 	var output string
@@ -91,12 +102,7 @@ func checkCommand(o *options) *cobra.Command {
 				ch.installed(ctx)
 			}
 			report.Checks = ch.verdicts
-			var failed []string
-			for _, v := range ch.verdicts {
-				if v.Result == v1alpha1.CheckFail {
-					failed = append(failed, v.Name)
-				}
-			}
+			failed := ch.failed()
 			report.Passed = len(failed) == 0 && ch.err == nil
 			if output == "table" {
 				printVerdicts(o.streams.Out, report)
