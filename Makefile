@@ -85,7 +85,7 @@ CONTROLLERS_PROCS ?= 3
 PASSES_PROCS ?= 2
 # The targets that run tests (make test-repeat aside) share the settings below.
 TEST_TARGETS := test test-controllers test-passes test-envtest test-pure test-smoke kit-example chart-test rules-test \
-	gitops-docs-test
+	gitops-docs-test sign-test
 # The tests' Go processes (the test binaries, and kube-apiserver and etcd,
 # which inherit the environment) collect garbage at 400% heap growth rather
 # than 100%: about a third less CPU on two cores, for memory the machine has.
@@ -116,7 +116,7 @@ TEST_JOBS ?= 3
 .PHONY: test
 test: envtest-assets ## Run every test on envtest (an as-installed smoke test of the end-to-end scenarios on the simulator included), in parallel.
 	$(MAKE) --no-print-directory -j $(TEST_JOBS) --output-sync=target test-controllers test-passes test-envtest test-pure test-smoke \
-		kit-example rules-test gitops-docs-test chart-test
+		kit-example rules-test gitops-docs-test chart-test sign-test
 
 .PHONY: test-pure
 test-pure: ## The packages that start no control plane (Go's test cache kept).
@@ -164,6 +164,11 @@ gitops-docs-test: ## Decode docs/gitops.md's and docs/fleet.md's manifests into 
 rules-test: ## Evaluate config/prometheus's alerts with Prometheus's PromQL engine (test/prometheus, a module of its own).
 	cd test/prometheus && { go mod tidy -diff || { echo "test/prometheus: run go mod tidy there and commit"; exit 1; }; }
 	cd test/prometheus && go vet ./... && go test ./... -count=1
+
+.PHONY: sign-test
+sign-test: ## Sign an image index on an in-process registry and blobs with hack/sign, verify them with cosign's own code (hack/sign, a module of its own).
+	cd hack/sign && { go mod tidy -diff || { echo "hack/sign: run go mod tidy there and commit"; exit 1; }; }
+	cd hack/sign && go vet ./... && go test ./... -count=1
 
 .PHONY: chart-test
 chart-test: envtest-assets ## Render the Helm chart hack/release generates with the Helm SDK, compare it with install.yaml and install it on envtest (test/chart, a module of its own).
@@ -228,8 +233,14 @@ dockerfile-check: ## Compile what the Dockerfile's build stage copies, without a
 image: ## Build the image without a Docker engine: dist/image (OCI layout, linux/amd64 and linux/arm64).
 	go run ./hack/release image --version $(VERSION) --out dist
 
+# make release signs the release when COSIGN_KEY names a cosign private key
+# file (cosign generate-key-pair) and COSIGN_PASSWORD is its password: the
+# image index (dist/signature, an OCI layout make publish pushes to the
+# image's sha256-<digest>.sig tag), the chart package and SHA256SUMS (.sig
+# beside each), with the public key as dist/winready.pub (hack/sign). Without
+# COSIGN_KEY it writes the release unsigned and says so.
 .PHONY: release
-release: ## Write the release into dist/: image, install.yaml pinned by digest, the Helm chart, binaries, plugin archives, krew manifest, SBOM, SHA256SUMS.
+release: ## Write the release into dist/: image, install.yaml pinned by digest, the Helm chart, binaries, plugin archives, krew manifest, SBOM, SHA256SUMS; signed with COSIGN_KEY when set.
 	rm -rf dist
 	go run ./hack/release release --version $(VERSION) --registry $(REGISTRY) --out dist
 
@@ -238,13 +249,16 @@ CRANE := go run github.com/google/go-containerregistry/cmd/crane@v0.22.1
 HELM := go run helm.sh/helm/v3/cmd/helm@v3.22.0
 
 .PHONY: publish
-publish: ## Push dist/ (after make release): the image index with both platforms (crane push of the OCI layout, which keeps the digest install.yaml pins) and the chart (helm push). REGISTRY_USER and REGISTRY_PASSWORD log in.
+publish: ## Push dist/ (after make release): the image index with both platforms (crane push of the OCI layout, which keeps the digest install.yaml pins), its cosign signature when signed, and the chart (helm push). REGISTRY_USER and REGISTRY_PASSWORD log in.
 	@if [ -n "$${REGISTRY_USER:-}" ]; then \
 		echo "$$REGISTRY_PASSWORD" | $(CRANE) auth login "$(firstword $(subst /, ,$(REGISTRY)))" -u "$$REGISTRY_USER" --password-stdin; \
 		echo "$$REGISTRY_PASSWORD" | $(HELM) registry login "$(firstword $(subst /, ,$(REGISTRY)))" -u "$$REGISTRY_USER" --password-stdin; \
 	fi
 	$(CRANE) push dist/image $(REGISTRY)/winready:$(VERSION)
 	test "$$($(CRANE) digest $(REGISTRY)/winready:$(VERSION))" = "$$(cat dist/image.digest)"
+	if [ -d dist/signature ]; then \
+		$(CRANE) push dist/signature "$(REGISTRY)/winready:sha256-$$(cut -d: -f2 dist/image.digest).sig"; \
+	else echo "unsigned: no dist/signature (make release without COSIGN_KEY), no signature pushed"; fi
 	$(HELM) push dist/winready-*.tgz oci://$(REGISTRY)/charts
 
 .PHONY: release-check

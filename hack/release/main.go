@@ -175,7 +175,8 @@ func buildImage(o options) (string, error) {
 // buildRelease writes the rest of the release beside the image: the Windows
 // responder, install.yaml pinned to the image's digest, the SBOM, kubectl
 // winready's archives with their krew manifest, and the checksums of every
-// file.
+// file. With a cosign key (COSIGN_KEY, COSIGN_PASSWORD) it signs the image
+// index, the chart package and SHA256SUMS (hack/sign) and adds winready.pub.
 func buildRelease(o options, digest string) error {
 	exe, err := filepath.Abs(filepath.Join(o.out, binaryName("windows", "amd64")))
 	if err != nil {
@@ -197,7 +198,65 @@ func buildRelease(o options, digest string) error {
 	if err := buildPlugin(o, downloads); err != nil {
 		return err
 	}
-	return checksums(o.out)
+	sign, cleanup, err := signer(o)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if sign != nil {
+		charts, err := filepath.Glob(filepath.Join(o.out, "winready-*.tgz"))
+		if err != nil || len(charts) != 1 {
+			return fmt.Errorf("the chart package to sign: %v (%v)", charts, err)
+		}
+		image := strings.TrimSuffix(o.registry, "/") + "/winready@" + digest
+		if err := sign("--image", image, "--blob", filepath.Base(charts[0])); err != nil {
+			return err
+		}
+	}
+	if err := checksums(o.out); err != nil {
+		return err
+	}
+	if sign != nil {
+		return sign("--blob", "SHA256SUMS")
+	}
+	return nil
+}
+
+// signer builds hack/sign (a module of its own, so that winready's go.mod
+// does not carry cosign) and returns a function that runs it on the
+// release with the key of COSIGN_KEY; without COSIGN_KEY, none: the release
+// is unsigned, and says so.
+func signer(o options) (sign func(args ...string) error, cleanup func(), err error) {
+	if os.Getenv("COSIGN_KEY") == "" {
+		fmt.Println("unsigned: COSIGN_KEY is not set, so the release has no signatures and no winready.pub")
+		return nil, func() {}, nil
+	}
+	out, err := filepath.Abs(o.out)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmp, err := os.MkdirTemp("", "winready-sign")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup = func() { os.RemoveAll(tmp) }
+	bin := filepath.Join(tmp, "sign")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join(o.repo, "hack", "sign")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("building hack/sign: %w", err)
+	}
+	return func(args ...string) error {
+		cmd := exec.Command(bin, append([]string{"--dist", out}, args...)...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("signing the release: %w", err)
+		}
+		return nil
+	}, cleanup, nil
 }
 
 // writeManifests writes install.yaml pinned to the image's digest and, from
