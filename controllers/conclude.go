@@ -110,7 +110,7 @@ func (r *Reconciler) result(o Outcome) ctrl.Result {
 // sooner.
 func (r *Reconciler) waitForCalico(ctx context.Context, s *scope, o Outcome) ctrl.Result {
 	msg := o.Message
-	step := s.steps().get(o.Step)
+	step := s.steps().entry(o.Step)
 	if step.Message != msg || step.LastProgressAt == nil {
 		at := metav1.NewTime(s.now)
 		step.LastProgressAt = &at

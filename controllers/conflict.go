@@ -22,7 +22,7 @@ const maxReverts = 2
 // commit to its source. Once it has stopped, the revert that stopped it is
 // not counted again by every pass that sees it.
 func (w walk) reverted(ctx context.Context, s *scope, name v1alpha1.StepName, changes []calico.Change) Outcome {
-	rec := s.steps().get(name)
+	rec := s.steps().entry(name)
 	// Read past the cache, which drops managedFields.
 	inst, err := calico.GetInstallation(ctx, w.APIReader)
 	if err != nil {

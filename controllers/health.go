@@ -57,8 +57,8 @@ func calicoBlocked(s *scope, step v1alpha1.StepName, dir v1alpha1.Direction) Out
 // sameWrite says whether step was changed in the same write as last: a
 // batch starts every step it includes at one moment.
 func sameWrite(s *scope, step v1alpha1.StepName, last *v1alpha1.StepStatus) bool {
-	st := s.steps().get(step)
-	return st.Changed && st.StartedAt != nil && st.StartedAt.Equal(last.StartedAt) &&
+	st := s.steps().find(step)
+	return st != nil && st.Changed && st.StartedAt != nil && st.StartedAt.Equal(last.StartedAt) &&
 		slices.Contains(batchable, step) && slices.Contains(batchable, last.Name)
 }
 

@@ -20,23 +20,41 @@ type stepBook struct{ s *scope }
 
 func (s *scope) steps() stepBook { return stepBook{s} }
 
-// get returns the status record of a step, adding it when missing.
-func (b stepBook) get(name v1alpha1.StepName) *v1alpha1.StepStatus {
+// find returns the status record of a step; nil when the status has none.
+func (b stepBook) find(name v1alpha1.StepName) *v1alpha1.StepStatus {
 	st := &b.s.wr.Status
 	for i := range st.Steps {
 		if st.Steps[i].Name == name {
 			return &st.Steps[i]
 		}
 	}
+	return nil
+}
+
+// entry returns the status record of a step the pass writes, adding it,
+// pending, when the status has none.
+func (b stepBook) entry(name v1alpha1.StepName) *v1alpha1.StepStatus {
+	if rec := b.find(name); rec != nil {
+		return rec
+	}
+	st := &b.s.wr.Status
 	st.Steps = append(st.Steps, v1alpha1.StepStatus{Name: name, State: v1alpha1.StepPending})
 	return &st.Steps[len(st.Steps)-1]
+}
+
+// state is a step's state as the status records it; pending when absent.
+func (b stepBook) state(name v1alpha1.StepName) v1alpha1.StepState {
+	if rec := b.find(name); rec != nil {
+		return rec.State
+	}
+	return v1alpha1.StepPending
 }
 
 // reset lists every step as pending, in order.
 func (b stepBook) reset(steps []phase.Step) {
 	b.s.wr.Status.Steps = nil
 	for _, st := range steps {
-		b.get(st.Name())
+		b.entry(st.Name())
 	}
 }
 
@@ -54,7 +72,7 @@ func stepState(dir v1alpha1.Direction, done bool) v1alpha1.StepState {
 }
 
 func (b stepBook) start(name v1alpha1.StepName, dir v1alpha1.Direction) {
-	step := b.get(name)
+	step := b.entry(name)
 	state := stepState(dir, false)
 	if step.State == state {
 		return
@@ -66,13 +84,13 @@ func (b stepBook) start(name v1alpha1.StepName, dir v1alpha1.Direction) {
 
 // finished reports whether the status records the step as done in direction dir.
 func (b stepBook) finished(name v1alpha1.StepName, dir v1alpha1.Direction) bool {
-	return b.get(name).State == stepState(dir, true)
+	return b.state(name) == stepState(dir, true)
 }
 
-func (b stepBook) markChanged(name v1alpha1.StepName) { b.get(name).Changed = true }
+func (b stepBook) markChanged(name v1alpha1.StepName) { b.entry(name).Changed = true }
 
 func (b stepBook) finish(name v1alpha1.StepName, dir v1alpha1.Direction) {
-	step := b.get(name)
+	step := b.entry(name)
 	state := stepState(dir, true)
 	if step.State == state {
 		return

@@ -77,7 +77,7 @@ func (w walk) walkStep(ctx context.Context, s *scope, in phase.Input, step phase
 		return failed(fmt.Errorf("observing step %s: %w", name, err))
 	}
 	changes := step.Diff(in)
-	rec := s.steps().get(name)
+	rec := s.steps().entry(name)
 	if untouched := dir == v1alpha1.DirectionRollback && rec.State == v1alpha1.StepPending; untouched || s.steps().finished(name, dir) {
 		// Calico applied this step before (or, in a rollback, the migration
 		// never got to it); later steps' changes make its TigeraStatus and
