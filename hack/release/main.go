@@ -205,8 +205,11 @@ func buildRelease(o options, digest string) error {
 	defer cleanup()
 	if sign != nil {
 		charts, err := filepath.Glob(filepath.Join(o.out, "winready-*.tgz"))
-		if err != nil || len(charts) != 1 {
-			return fmt.Errorf("the chart package to sign: %v (%v)", charts, err)
+		if err != nil {
+			return fmt.Errorf("finding the chart package to sign: %w", err)
+		}
+		if len(charts) != 1 {
+			return fmt.Errorf("want one chart package to sign in %s, found %v", o.out, charts)
 		}
 		image := strings.TrimSuffix(o.registry, "/") + "/winready@" + digest
 		if err := sign("--image", image, "--blob", filepath.Base(charts[0])); err != nil {
