@@ -20,6 +20,8 @@ COPY *.go ./
 COPY api/ api/
 COPY controllers/ controllers/
 COPY internal/ internal/
+# kubectl winready check compares the admission policies with these, embedded.
+COPY config/admission/ config/admission/
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 ARG VERSION=dev
