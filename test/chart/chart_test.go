@@ -203,7 +203,7 @@ prometheusRule: {enabled: true, labels: {release: kube-prometheus-stack}}
 		if err != nil {
 			t.Fatal(err)
 		}
-		data = bytes.ReplaceAll(data, []byte("/winready/blob/main/"), []byte("/winready/blob/v0.1.0/"))
+		data = bytes.ReplaceAll(data, []byte("/winready/blob/main/"), []byte("/winready/blob/"+c.Metadata.AppVersion+"/"))
 		for _, want := range decode(t, file, data) {
 			meta := want["metadata"].(map[string]any)
 			if kind := want["kind"]; kind == "ServiceMonitor" || kind == "PrometheusRule" {
