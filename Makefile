@@ -125,7 +125,7 @@ test: envtest-assets ## Run every test on envtest (an as-installed smoke test of
 # runs the core tier on it: the admission suite and the controllers' specs
 # labelled core (the migration, the Windows join gate, a rollback). make test
 # runs everything on K8S_VERSION, the newest.
-K8S_OLDEST ?= 1.31.14
+K8S_OLDEST ?= 1.35.8
 OLDEST_ASSETS := $(CURDIR)/bin/k8s/$(K8S_OLDEST)
 
 $(OLDEST_ASSETS)/kube-apiserver:
