@@ -161,7 +161,7 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 		}).Should(BeNil(), "gone once lifted")
 	})
 
-	It("rolls back the same way: once, each node replaced once, through the hold", func() {
+	It("rolls back the same way: once, each node replaced once, through the hold", core, func() {
 		seed(calicosim.MainCluster())
 		op = startOperator(nil, nil)
 		on.CreateWR()

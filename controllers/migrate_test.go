@@ -25,7 +25,7 @@ import (
 	"github.com/winready/winready/test/kit/look"
 )
 
-var _ = Describe("Migrating a Calico cluster to Windows-ready", func() {
+var _ = Describe("Migrating a Calico cluster to Windows-ready", core, func() {
 	var op *operator
 
 	AfterEach(func() {

@@ -16,7 +16,7 @@ import (
 	"github.com/winready/winready/test/kit/look"
 )
 
-var _ = Describe("The Windows join gate", func() {
+var _ = Describe("The Windows join gate", core, func() {
 	var op *operator
 
 	BeforeEach(func() {

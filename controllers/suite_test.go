@@ -77,6 +77,11 @@ var (
 	longest = SpecPriority(2)
 )
 
+// core labels the core tier: the migration, the Windows join gate and a
+// rollback, which make test-oldest runs (with the admission suite) on the
+// oldest Kubernetes minor winready claims (internal/version.MinKubernetes).
+var core = Label("core")
+
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	// Rollouts of three simulated nodes take well under a second; the

@@ -17,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -176,11 +177,12 @@ func fromEndpointSlices(ctx context.Context, r client.Reader) (Endpoint, error) 
 }
 
 // ServiceCIDRs finds the IPv4 service networks: the ServiceCIDR objects the
-// API server keeps, then kubeadm's serviceSubnet.
+// API server keeps, then kubeadm's serviceSubnet. An API server before 1.33
+// serves no networking.k8s.io/v1 ServiceCIDRs: it has none to read.
 func ServiceCIDRs(ctx context.Context, r client.Reader) ([]string, string, error) {
 	list := &networkingv1.ServiceCIDRList{}
 	err := r.List(ctx, list)
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !meta.IsNoMatchError(err) {
 		return nil, "", fmt.Errorf("listing servicecidrs: %w", err)
 	}
 	var cidrs []string

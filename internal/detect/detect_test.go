@@ -10,12 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/winready/winready/api/v1alpha1"
 )
@@ -89,6 +92,19 @@ func TestServiceCIDRs(t *testing.T) {
 	}
 	if _, _, err := ServiceCIDRs(context.Background(), reader(t)); !errors.Is(err, ErrNotFound) {
 		t.Errorf("nothing to find: %v", err)
+	}
+	// Kubernetes 1.31 and 1.32 serve no networking.k8s.io/v1 ServiceCIDRs.
+	unserved := interceptor.NewClient(reader(t, kubeadm("networking:\n  serviceSubnet: 10.100.0.0/16")).(client.WithWatch),
+		interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*networkingv1.ServiceCIDRList); ok {
+				return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "networking.k8s.io", Kind: "ServiceCIDR"},
+					SearchedVersions: []string{"v1"}}
+			}
+			return c.List(ctx, list, opts...)
+		}})
+	cidrs, source, err = ServiceCIDRs(context.Background(), unserved)
+	if err != nil || strings.Join(cidrs, ",") != "10.100.0.0/16" || source != "kubeadm-config serviceSubnet" {
+		t.Errorf("ServiceCIDRs not served: %v %q %v", cidrs, source, err)
 	}
 }
 

@@ -236,10 +236,13 @@ func TestImageTag(t *testing.T) {
 func TestKubernetesVersion(t *testing.T) {
 	for v, want := range map[string]v1alpha1.CheckResult{
 		"v1.30.9":            v1alpha1.CheckFail,
-		"v1.31.0":            v1alpha1.CheckPass,
-		"v1.33.4-eks-2f9b5e": v1alpha1.CheckPass,
+		"v1.34.8":            v1alpha1.CheckFail,
+		"v1.35.0":            v1alpha1.CheckPass,
+		"v1.33.4-eks-2f9b5e": v1alpha1.CheckFail,
+		"v1.36.1-eks-2f9b5e": v1alpha1.CheckPass,
 		"v2.0.0":             v1alpha1.CheckPass,
 		"v1.29.3+rke2r1":     v1alpha1.CheckFail,
+		"v1.35.2+rke2r1":     v1alpha1.CheckPass,
 		"unknown":            v1alpha1.CheckWarn,
 	} {
 		if got := kubernetesVersion(v); got.Result != want || (want == v1alpha1.CheckFail) != (got.Fix != "") {

@@ -1,6 +1,9 @@
 package version
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -49,5 +52,31 @@ func TestGoInstallBuildsTakeTheModuleVersion(t *testing.T) {
 				t.Errorf("version %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// The claim is tested: make test-oldest runs the core tier on K8S_OLDEST, a
+// patch of exactly the minor MinKubernetes names, and the docs that state
+// the claim state that minor.
+func TestTheOldestMinorClaimedIsTheOneTested(t *testing.T) {
+	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^K8S_OLDEST \?= (\d+\.\d+)\.\d+$`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatal("no K8S_OLDEST ?= <major>.<minor>.<patch> in the Makefile")
+	}
+	if string(m[1]) != MinKubernetes {
+		t.Errorf("the Makefile's K8S_OLDEST is a patch of %s, MinKubernetes is %s: test the minor claimed", m[1], MinKubernetes)
+	}
+	for _, doc := range []string{"README.md", filepath.Join("docs", "install.md")} {
+		b, err := os.ReadFile(filepath.Join("..", "..", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.Join(strings.Fields(string(b)), " "), "Kubernetes "+MinKubernetes+" or newer") {
+			t.Errorf("%s does not say it needs Kubernetes %s or newer", doc, MinKubernetes)
+		}
 	}
 }
