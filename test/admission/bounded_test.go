@@ -187,6 +187,10 @@ var _ = Describe("Bounded writes", func() {
 	})
 
 	Describe("plans and the record", func() {
+		// The record may be created only as a migration begins
+		// (winready-manager-record-create): each spec here starts from one,
+		// not from whatever state an earlier spec left.
+		BeforeEach(func() { inState(migrating) })
 		plan := func() *corev1.ConfigMap {
 			return &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Namespace: probeNS, Name: "winready-probe-plan-node-0",
