@@ -201,13 +201,12 @@ func equalResources(a, b corev1.ResourceRequirements) bool {
 	return same(a.Requests, b.Requests) && same(a.Limits, b.Limits)
 }
 
-// startAPIServer starts envtest's kube-apiserver and etcd, with nothing
-// installed, and returns an uncached client of it.
-func startAPIServer(t *testing.T) client.Client {
+// startEnv starts envtest's kube-apiserver and etcd, with nothing
+// installed, stopped when the test ends.
+func startEnv(t *testing.T) *envtest.Environment {
 	t.Helper()
 	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
+	if _, err := env.Start(); err != nil {
 		t.Fatalf("starting the API server: %v", err)
 	}
 	t.Cleanup(func() {
@@ -215,7 +214,14 @@ func startAPIServer(t *testing.T) client.Client {
 			t.Errorf("stopping the API server: %v", err)
 		}
 	})
-	k8s, err := client.New(cfg, client.Options{})
+	return env
+}
+
+// startAPIServer starts the API server (startEnv) and returns an uncached
+// client of it.
+func startAPIServer(t *testing.T) client.Client {
+	t.Helper()
+	k8s, err := client.New(startEnv(t).Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,15 +32,7 @@ func TestHelmUpgradeAndUninstallKeepWhatTheMigrationNeeds(t *testing.T) {
 	c := loadChart(t, dir)
 	ctx := t.Context()
 
-	env := &envtest.Environment{}
-	if _, err := env.Start(); err != nil {
-		t.Fatalf("starting the API server: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the API server: %v", err)
-		}
-	})
+	env := startEnv(t)
 	// Helm reads a kubeconfig, as the helm command does.
 	user, err := env.AddUser(envtest.User{Name: "helm", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
