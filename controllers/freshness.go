@@ -156,7 +156,7 @@ func (r *Reconciler) saveRecord(ctx context.Context, s *scope, o *v1alpha1.Origi
 // deleteRecord deletes the record (record.Delete) and remembers that there
 // is none.
 func (r *Reconciler) deleteRecord(ctx context.Context, s *scope) error {
-	if err := record.Delete(ctx, r.Client, r.opts.Namespace); err != nil {
+	if err := record.Delete(ctx, r.APIReader, r.Client, r.opts.Namespace); err != nil {
 		return err
 	}
 	r.seen.setRecord(s.wr.UID, nil)

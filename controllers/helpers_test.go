@@ -14,6 +14,7 @@ import (
 	"github.com/winready/winready/internal/probe"
 	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit"
 )
 
 var ctx = context.Background()
@@ -51,7 +52,9 @@ func resetCluster(op *operator) {
 		op.stop()
 	}
 	deleteNode("win-1")
-	on.DeleteWR()
+	// The stopped manager lets no WindowsReadiness go: its claims and
+	// finalizer are lifted here.
+	Expect(kit.ForgetWindowsReadiness(ctx, k8s, operatorNamespace)).To(Succeed())
 	Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Namespace: operatorNamespace, Name: record.Name}}))).To(Succeed())
 	sim.ClearFault()

@@ -197,7 +197,7 @@ func (r *Reconciler) releaseOrphanedHold(ctx context.Context) error {
 	if _, marked := calico.HeldSince(inst); !marked {
 		return nil
 	}
-	if err := calico.Apply(ctx, r.Client, &calico.Cluster{Installation: inst}, calico.ReleaseChange(inst)); err != nil {
+	if err := calico.ReleasePatch(inst).Apply(ctx, r.Client, inst); err != nil {
 		return fmt.Errorf("unmarking the hold of calico-node: %w", err)
 	}
 	return nil

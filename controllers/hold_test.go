@@ -16,6 +16,7 @@ import (
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -117,11 +118,24 @@ var _ = Describe("calico-node held while the Tigera operator reads a write spann
 		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
 	})
 
-	It("releases calico-node at once when the WindowsReadiness is deleted during the hold", func() {
+	It("releases calico-node and lifts every claim before the WindowsReadiness, deleted during the hold, goes", func() {
 		interruptedBatch()
+		Expect(calico.Claimed(calicoNode())).To(BeTrue(), "the hold is claimed")
+		Expect(calico.Claimed(on.Installation())).To(BeTrue(), "so is the Installation winready wrote")
+		Expect(on.WR().Finalizers).To(ContainElement(calico.ClaimFinalizer))
 		on.DeleteWR()
-		Eventually(ignored).Should(BeFalse())
-		Eventually(marked).Should(BeFalse())
+		Expect(ignored()).To(BeFalse(), "released before the WindowsReadiness went")
+		Expect(marked()).To(BeFalse())
+		Expect(calico.Claimed(calicoNode())).To(BeFalse())
+		Expect(calico.Claimed(on.Installation())).To(BeFalse())
+		endpoint := &corev1.ConfigMap{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.OperatorNamespace, Name: calico.ServicesEndpointConfigMap}, endpoint)).To(Succeed())
+		Expect(calico.Claimed(endpoint)).To(BeFalse(), "the services endpoint keeps the values written, unclaimed")
+		rec := &corev1.ConfigMap{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: record.Name}, rec)).To(Succeed(), "the record stays")
+		Expect(calico.Claimed(rec)).To(BeFalse(), "a person may delete it, with no WindowsReadiness")
+		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)),
+			"a delete is no rollback: the values written stay")
 	})
 
 	// annotate sets calico-node's ignore annotation as field manager owner.

@@ -10,6 +10,7 @@ package controllers
 
 // +kubebuilder:rbac:groups=winready.io,resources=windowsreadinesses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=winready.io,resources=windowsreadinesses/status,resourceNames=default,verbs=patch
+// +kubebuilder:rbac:groups=winready.io,resources=windowsreadinesses,resourceNames=default,verbs=patch
 // +kubebuilder:rbac:groups=operator.tigera.io,resources=installations,verbs=get;list;watch
 // +kubebuilder:rbac:groups=operator.tigera.io,resources=installations,resourceNames=default,verbs=patch
 // +kubebuilder:rbac:groups=operator.tigera.io,resources=tigerastatuses,verbs=get;list;watch
@@ -33,7 +34,7 @@ package controllers
 // +kubebuilder:rbac:groups="",namespace=tigera-operator,resources=configmaps,verbs=create
 // +kubebuilder:rbac:groups="",namespace=tigera-operator,resources=configmaps,resourceNames=kubernetes-services-endpoint,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,verbs=create
-// +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,resourceNames=winready-originals,verbs=get;delete
+// +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,resourceNames=winready-originals,verbs=get;patch;delete
 // +kubebuilder:rbac:groups="",namespace=winready-system,resources=configmaps,resourceNames=kube-root-ca.crt,verbs=get
 // +kubebuilder:rbac:groups=apps,namespace=winready-probe,resources=daemonsets,verbs=create
 // +kubebuilder:rbac:groups=apps,namespace=winready-probe,resources=daemonsets,resourceNames=winready-probe,verbs=delete

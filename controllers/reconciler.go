@@ -59,8 +59,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	case stopping(ctx):
 		return ctrl.Result{}, nil
 	case apierrors.IsNotFound(err):
-		// Deleted while it held calico-node: nothing is left to follow the
-		// hold, so it ends now.
+		// Gone without its finalizer (an earlier winready's, or removed by
+		// hand) while it held calico-node: nothing is left to follow the
+		// hold, so it ends now where admission lets it.
 		return ctrl.Result{}, r.releaseOrphanedHold(ctx)
 	case err != nil:
 		return ctrl.Result{}, err
@@ -68,6 +69,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if wr.Name != v1alpha1.Name {
 		// The CRD admits no other name; nothing to do for objects from before that rule.
 		return ctrl.Result{}, nil
+	}
+	if !wr.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.release(ctx, wr)
+	}
+	if err := r.claim(ctx, wr); err != nil {
+		return ctrl.Result{}, err
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("phase", wr.Status.Phase, "generation", wr.Generation))
 	s := &scope{wr: wr, before: wr.DeepCopy(), fresh: fresh, now: r.Clock.Now()}

@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -749,6 +750,9 @@ var _ = Describe("The manager's writes to Calico's objects", func() {
 
 	It("are held to the fields winready owns", func() {
 		seed(calicosim.MainCluster())
+		// A migration under way, at 10%: with none, the manager writes
+		// nothing here.
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromString("10%")) })
 		inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName}}
 		refusedInst := map[string]string{
 			"registry":        `[{"op":"add","path":"/spec/registry","value":"attacker.example.com/"}]`,
@@ -768,21 +772,30 @@ var _ = Describe("The manager's writes to Calico's objects", func() {
 			Expect(k8s.Patch(ctx, inst, client.RawPatch(types.JSONPatchType, []byte(patch)), client.DryRunAll)).
 				To(Succeed(), "others are not held to it: %s", what)
 		}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(inst), inst)).To(Succeed())
+		claim := calico.ClaimOps(inst.Labels)
+		claimJSON, err := json.Marshal(claim)
+		Expect(err).NotTo(HaveOccurred())
 		Expect(managerPatch(inst, types.JSONPatchType, `[
+			{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)).
+			To(MatchError(ContainSubstring("only with its claim")), "unclaimed")
+		Expect(managerPatch(inst, types.JSONPatchType, `[`+strings.Trim(string(claimJSON), "[]")+`,
 			{"op":"replace","path":"/spec/calicoNetwork/ipPools/0/encapsulation","value":"VXLAN"},
 			{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"},
 			{"op":"add","path":"/spec/calicoNetwork/windowsDataplane","value":"HNS"},
 			{"op":"add","path":"/spec/serviceCIDRs","value":["10.96.0.0/12"]},
 			{"op":"add","path":"/spec/nodeUpdateStrategy","value":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"10%"}}}]`)).
 			To(Succeed(), "the fields winready owns")
-		Expect(managerPatch(inst, types.MergePatchType, `{"metadata":{"annotations":{"`+calico.HoldAnnotation+`":"2026-12-03T12:00:00Z"}}}`)).
+		Expect(managerPatch(inst, types.MergePatchType, `{"metadata":{"labels":{"`+calico.ClaimLabel+`":"true"},"annotations":{"`+
+			calico.HoldAnnotation+`":"2026-12-03T12:00:00Z"}}}`)).
 			To(Succeed(), "the mark of the calico-node hold")
 		Expect(managerPatch(inst, types.MergePatchType, `{"metadata":{"annotations":{"`+calico.HoldAnnotation+`":null}}}`)).
 			To(Succeed(), "the mark of the calico-node hold, removed")
 
 		By("the services endpoint ConfigMap: its two keys only")
 		endpoint := func(name string, data map[string]string) *corev1.ConfigMap {
-			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: calico.OperatorNamespace, Name: name}, Data: data}
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: calico.OperatorNamespace, Name: name,
+				Labels: map[string]string{calico.ClaimLabel: "true"}}, Data: data}
 		}
 		Expect(createAsManager(endpoint(calico.ServicesEndpointConfigMap, map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10",
 			"KUBERNETES_SERVICE_PORT": "6443"}))).To(Succeed())

@@ -195,7 +195,7 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager) error {
 		Named("windowsreadiness").
 		WithOptions(controller.Options{RateLimiter: r.limiter}).
 		Watches(&v1alpha1.WindowsReadiness{}, r.wakes.handler("WindowsReadiness"), builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleted()))).
 		Watches(&operatorv1.Installation{}, r.wakes.handler("Installation"), builder.WithPredicates(installationChanged())).
 		Watches(&operatorv1.TigeraStatus{}, r.wakes.handler("TigeraStatus"), builder.WithPredicates(tigeraStatusChanged())).
 		Watches(&appsv1.DaemonSet{}, r.wakes.handler("DaemonSet"), builder.WithPredicates(daemonSetChanged())).

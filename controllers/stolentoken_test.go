@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/round"
 )
 
@@ -27,7 +28,10 @@ var _ = Describe("A stolen manager token", func() {
 		record := func(name string, data map[string]string, labels map[string]string) *corev1.ConfigMap {
 			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name, Labels: labels}, Data: data}
 		}
-		label := map[string]string{"winready.io/originals": "true"}
+		// As a migration begins, the one time the record is written: with no
+		// WindowsReadiness the manager writes none (test/admission).
+		on.CreateWR()
+		label := map[string]string{"winready.io/originals": "true", calico.ClaimLabel: "true"}
 		good := record("winready-originals", map[string]string{"originals.json": "{}"}, label)
 		Eventually(func() error { return createAsManager(record("other", map[string]string{"x": "y"}, nil)) }).
 			Should(MatchError(ContainSubstring("winready-manager-system")), "another name")
@@ -36,14 +40,13 @@ var _ = Describe("A stolen manager token", func() {
 		Expect(createAsManager(record("winready-originals", map[string]string{"originals.json": strings.Repeat("x", 70000)}, label))).
 			To(MatchError(ContainSubstring("at most 64 KiB")))
 		Expect(createAsManager(record("winready-originals", map[string]string{"originals.json": "{}"}, nil))).
-			To(MatchError(ContainSubstring("label winready.io/originals")))
+			To(MatchError(ContainSubstring("labels winready.io/originals and winready.io/claimed")))
 		Expect(createAsManager(good.DeepCopy())).To(Succeed())
 
 		Expect(k8s.Create(ctx, good.DeepCopy())).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, good))).To(Succeed()) })
 		Expect(managerPatch(good, types.MergePatchType, `{"data":{"originals.json":"{\"bgp\":{}}"}}`)).
 			To(HaveOccurred(), "never rewritten")
-		on.CreateWR()
 		Eventually(func() error { return asManager().Delete(ctx, good, client.DryRunAll) }).
 			Should(MatchError(ContainSubstring("winready-manager-record")), "not during a migration")
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })

@@ -35,11 +35,34 @@ func Apply(ctx context.Context, c client.Client, cl *Cluster, changes []Change) 
 }
 
 // InstallationPatch is the guarded JSON patch that makes the changes of the
-// Installation: each replaced or removed value is tested first, an added
-// field or an opaque structure is guarded by the generation (a new
-// annotations map by a test that there is none), and a pool's index by the
-// CIDR found at it.
+// Installation and claims it (ClaimLabel): each replaced or removed value is
+// tested first, an added field or an opaque structure is guarded by the
+// generation (a new annotations map by a test that there is none), and a
+// pool's index by the CIDR found at it.
 func InstallationPatch(inst *operatorv1.Installation, changes []Change) *Patch {
+	p := unclaimedPatch(inst, changes)
+	if !p.Empty() {
+		p.ops = append(p.ops, ClaimOps(inst.Labels)...)
+	}
+	return p
+}
+
+// ReleasePatch ends a hold that no WindowsReadiness follows any more,
+// without claiming the Installation: with no WindowsReadiness admission lets
+// the manager claim nothing.
+func ReleasePatch(inst *operatorv1.Installation) *Patch {
+	return unclaimedPatch(inst, ReleaseChange(inst))
+}
+
+// UnclaimPatch ends winready's hold of calico-node on the Installation (its
+// mark) and lifts winready's claim, as a deleted WindowsReadiness goes.
+func UnclaimPatch(inst *operatorv1.Installation) *Patch {
+	p := unclaimedPatch(inst, ReleaseChange(inst))
+	p.ops = append(p.ops, UnclaimOps(inst.Labels)...)
+	return p
+}
+
+func unclaimedPatch(inst *operatorv1.Installation, changes []Change) *Patch {
 	p := &Patch{}
 	for _, ch := range changes {
 		if strings.HasPrefix(ch.Pointer, "/spec/calicoNetwork/") {

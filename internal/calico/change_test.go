@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 )
 
 func TestValueRendering(t *testing.T) {
@@ -170,7 +172,11 @@ func TestInstallationPatch(t *testing.T) {
 			`{"op":"replace","path":"/spec/calicoNetwork/ipPools/2/encapsulation","value":"VXLAN"}]`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ops(t, InstallationPatch(tc.inst, tc.changes), read(tc.inst)); got != tc.want {
+			// Claimed already, as after winready's first write: the claim's
+			// own operations are TestInstallationPatchClaims's.
+			inst := tc.inst.DeepCopy()
+			inst.Labels = map[string]string{ClaimLabel: "true"}
+			if got := ops(t, InstallationPatch(inst, tc.changes), read(inst)); got != tc.want {
 				t.Errorf("patch\n got %s\nwant %s", got, tc.want)
 			}
 		})
@@ -265,5 +271,50 @@ func TestOwnedBy(t *testing.T) {
 	}
 	if OwnedBy(inst, PathNodeMaxUnavailable, "operator") || OwnedBy(inst, PathServiceCIDRs, "winready") {
 		t.Error("a field another manager owns, or nobody, is seen as owned")
+	}
+}
+
+func TestInstallationPatchClaims(t *testing.T) {
+	bgpOff := []Change{{Pointer: PathBGP, Old: Of("Enabled"), New: Of("Disabled")}}
+	network := operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: ptr.To(operatorv1.BGPEnabled)}}
+	spec := `{"op":"test","path":"/spec/calicoNetwork/bgp","value":"Enabled"},{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}`
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   string
+	}{{
+		name: "no labels: a map created whole, guarded by a test that there is none",
+		want: `[` + spec + `,{"op":"test","path":"/metadata/labels"},{"op":"add","path":"/metadata/labels","value":{"winready.io/claimed":"true"}}]`,
+	}, {
+		name:   "another's labels: the claim added beside them",
+		labels: map[string]string{"example.com/x": "y"},
+		want:   `[` + spec + `,{"op":"add","path":"/metadata/labels/winready.io~1claimed","value":"true"}]`,
+	}, {
+		name:   "claimed: nothing more",
+		labels: map[string]string{ClaimLabel: "true"},
+		want:   `[` + spec + `]`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}, Spec: *network.DeepCopy()}
+			if got := ops(t, InstallationPatch(inst, bgpOff), read(inst)); got != tc.want {
+				t.Errorf("patch\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+	if p := InstallationPatch(&operatorv1.Installation{}, nil); !p.Empty() {
+		t.Error("no change claims nothing")
+	}
+	held := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{ClaimLabel: "true"},
+		Annotations: map[string]string{HoldAnnotation: "2026-12-03T13:00:00Z"}}}
+	want := `[{"op":"test","path":"/metadata/annotations/winready.io~1calico-node-held","value":"2026-12-03T13:00:00Z"},` +
+		`{"op":"remove","path":"/metadata/annotations/winready.io~1calico-node-held"},` +
+		`{"op":"test","path":"/metadata/labels/winready.io~1claimed","value":"true"},{"op":"remove","path":"/metadata/labels/winready.io~1claimed"}]`
+	if got := ops(t, UnclaimPatch(held), read(held)); got != want {
+		t.Errorf("the claim lifted with the hold's mark\n got %s\nwant %s", got, want)
+	}
+	orphan := held.DeepCopy()
+	orphan.Labels = nil
+	if got := ops(t, ReleasePatch(orphan), read(orphan)); strings.Contains(got, "labels") {
+		t.Errorf("a hold released with no WindowsReadiness claims nothing: %s", got)
 	}
 }

@@ -19,13 +19,14 @@ func GetServicesEndpoint(ctx context.Context, r client.Reader) (*corev1.ConfigMa
 
 // SetServicesEndpoint makes the ConfigMap hold exactly the given values for
 // its two keys (a key whose value is "" is removed) and leaves other keys
-// alone. cm is the object read, nil when absent; an update is guarded by its
-// resourceVersion.
+// alone, and claims it (ClaimLabel). cm is the object read, nil when absent;
+// an update is guarded by its resourceVersion.
 func SetServicesEndpoint(ctx context.Context, c client.Client, cm *corev1.ConfigMap, want map[string]string) error {
 	if cm == nil {
 		cm = &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: ServicesEndpointConfigMap},
-			Data:       map[string]string{},
+			ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: ServicesEndpointConfigMap,
+				Labels: map[string]string{ClaimLabel: "true"}},
+			Data: map[string]string{},
 		}
 		for k, v := range want {
 			if v != "" {
@@ -38,6 +39,11 @@ func SetServicesEndpoint(ctx context.Context, c client.Client, cm *corev1.Config
 		return nil
 	}
 	base := cm.DeepCopy()
+	cm.Labels = maps.Clone(cm.Labels)
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[ClaimLabel] = "true"
 	cm.Data = maps.Clone(cm.Data)
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
@@ -55,8 +61,13 @@ func SetServicesEndpoint(ctx context.Context, c client.Client, cm *corev1.Config
 	return nil
 }
 
-// DeleteServicesEndpoint deletes the ConfigMap if it still is the one read.
+// DeleteServicesEndpoint deletes the ConfigMap if it still is the one read,
+// claiming it first when an earlier winready created it unclaimed: admission
+// lets the manager delete only what it claims.
 func DeleteServicesEndpoint(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
+	if err := Claim(ctx, c, cm); err != nil {
+		return err
+	}
 	err := c.Delete(ctx, cm, client.Preconditions{UID: &cm.UID, ResourceVersion: &cm.ResourceVersion})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting configmap %s/%s: %w", OperatorNamespace, ServicesEndpointConfigMap, err)

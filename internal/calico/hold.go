@@ -88,7 +88,8 @@ func holdValue(inst *operatorv1.Installation) *string {
 // before the held changes are written, so whatever the operator rendered
 // into calico-node meanwhile is what stays: nothing of the DaemonSet needs to
 // hold but that an annotations map created whole replaces none, and the
-// DaemonSet controller's status writes never fail the hold.
+// DaemonSet controller's status writes never fail the hold. It claims
+// calico-node (ClaimLabel) in the same patch.
 func HoldNode(ctx context.Context, c client.Client, ds *appsv1.DaemonSet) error {
 	var ops []PatchOp
 	if ds.Annotations == nil {
@@ -97,15 +98,17 @@ func HoldNode(ctx context.Context, c client.Client, ds *appsv1.DaemonSet) error 
 	} else {
 		ops = append(ops, PatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(IgnoreAnnotation), Value: "true"})
 	}
-	return patchDaemonSet(ctx, c, ds, ops, "holding")
+	return patchDaemonSet(ctx, c, ds, append(ops, ClaimOps(ds.Labels)...), "holding")
 }
 
 // ReleaseNode lets the Tigera operator update calico-node again, guarded by
-// the annotation's value.
+// the annotation's value, and lifts winready's claim with it: calico-node is
+// claimed only while it is held, as the Tigera operator writes it on every
+// render.
 func ReleaseNode(ctx context.Context, c client.Client, ds *appsv1.DaemonSet) error {
 	path := "/metadata/annotations/" + escapePointer(IgnoreAnnotation)
 	ops := []PatchOp{{Op: "test", Path: path, Value: "true"}, {Op: "remove", Path: path}}
-	return patchDaemonSet(ctx, c, ds, ops, "releasing")
+	return patchDaemonSet(ctx, c, ds, append(ops, UnclaimOps(ds.Labels)...), "releasing")
 }
 
 func patchDaemonSet(ctx context.Context, c client.Client, ds *appsv1.DaemonSet, ops []PatchOp, what string) error {

@@ -127,6 +127,7 @@ const (
 	ReasonPodNetworkChecked      = "PodNetworkChecked"
 	ReasonCalicoNodeReleased     = "CalicoNodeReleased"
 	ReasonRolloutSpeedRestored   = "RolloutSpeedRestored"
+	ReasonClaimsKept             = "ClaimsKept"
 )
 
 // Effect is what a reason means for the migration when a step stops on it.
@@ -168,6 +169,7 @@ var catalogue = map[string]Effect{
 	ReasonNetworkProbeStarted: Informs, ReasonNetworkProbeStopped: Informs, ReasonNetworkProbePassed: Informs,
 	ReasonNetworkProbeSkipped: Informs, ReasonPodNetworkCheckStarted: Informs, ReasonPodNetworkCheckStopped: Informs,
 	ReasonPodNetworkChecked: Informs, ReasonCalicoNodeReleased: Informs, ReasonCalicoNodeIgnored: Informs, ReasonRolloutSpeedRestored: Informs,
+	ReasonClaimsKept:   Informs,
 	ReasonChecksPassed: Informs, ReasonChecksPassedWithWarnings: Informs, ReasonAllComponentsHealthy: Informs,
 	ReasonNoWindowsNodes: Informs, ReasonAddress: Informs, ReasonHostname: Informs,
 	ReasonOriginalsUnsafe: Informs, ReasonRecorded: Informs, ReasonRestoredFromRecord: Informs,

@@ -98,7 +98,7 @@ func TestTheOverlayRecordIsOptional(t *testing.T) {
 	}
 
 	o.Overlay = &v1alpha1.OriginalOverlay{Present: true}
-	if err := Delete(context.Background(), c, "winready-system"); err != nil {
+	if err := Delete(context.Background(), c, c, "winready-system"); err != nil {
 		t.Fatal(err)
 	}
 	if created, err := Save(context.Background(), c, "winready-system", "uid-1", o); err != nil || !created {

@@ -92,7 +92,7 @@ func Save(ctx context.Context, c client.Client, ns string, uid types.UID, o *v1a
 		return false, fmt.Errorf("encoding the originals: %w", err)
 	}
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: Name, Labels: map[string]string{Label: "true"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: Name, Labels: map[string]string{Label: "true", calico.ClaimLabel: "true"},
 			Annotations: map[string]string{"winready.io/description": "the values winready's migration changed, as they were " +
 				"before; read by a rollback. Delete it only to make the cluster as it is now count as the original."}},
 		Data: map[string]string{key: string(data)},
@@ -106,13 +106,33 @@ func Save(ctx context.Context, c client.Client, ns string, uid types.UID, o *v1a
 	return true, nil
 }
 
-// Delete removes the record after a finished rollback.
-func Delete(ctx context.Context, c client.Client, ns string) error {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: Name}}
-	if err := c.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
+// Delete removes the record after a finished rollback, read with r (past
+// the cache: winready does not watch its own namespace), claiming it first
+// when an earlier winready wrote it unclaimed: admission lets the manager
+// delete only a record it claims, and only while a WindowsReadiness rolls
+// back.
+func Delete(ctx context.Context, r client.Reader, c client.Client, ns string) error {
+	cm := &corev1.ConfigMap{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: Name}, cm); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if err := calico.Claim(ctx, c, cm); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if err := c.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting the record of the originals %s/%s: %w", ns, Name, err)
 	}
 	return nil
+}
+
+// Unclaim lifts winready's claim from the record, which stays: a person may
+// delete it then, with no WindowsReadiness in the cluster.
+func Unclaim(ctx context.Context, r client.Reader, c client.Client, ns string) error {
+	cm := &corev1.ConfigMap{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: Name}, cm); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return client.IgnoreNotFound(calico.Unclaim(ctx, c, cm))
 }
 
 // Migrated lists the recorded values that already are the migration's

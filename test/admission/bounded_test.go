@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/podcheck"
 	"github.com/winready/winready/internal/probe"
 	"github.com/winready/winready/internal/round"
@@ -201,7 +202,7 @@ var _ = Describe("Bounded writes", func() {
 		record := func() *corev1.ConfigMap {
 			return &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: "winready-originals",
-					Labels: map[string]string{"winready.io/originals": "true"}},
+					Labels: map[string]string{"winready.io/originals": "true", calico.ClaimLabel: "true"}},
 				Data: map[string]string{"originals.json": "{}"},
 			}
 		}

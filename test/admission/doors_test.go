@@ -24,6 +24,7 @@ const (
 	bothInstallationPolicies = "winready-manager-installation*"
 	endpointPolicy           = "winready-manager-services-endpoint"
 	endpointSpecPolicy       = "winready-manager-services-endpoint-spec"
+	bothEndpointPolicies     = "winready-manager-services-endpoint*"
 	holdPolicy               = "winready-manager-calico-node-hold"
 	gatePolicy               = "winready-windows-node-gate"
 	gateCalicoPolicy         = "winready-windows-node-gate-calico"
@@ -114,7 +115,9 @@ func installationDoor(state wrState, old, change func(*operatorv1.Installation),
 	changed := inst.DeepCopy()
 	change(changed)
 	patch := client.MergeFrom(inst)
-	Eventually(func() error { return manager.Patch(ctx, changed.DeepCopy(), patch, client.DryRunAll) }).
+	// The manager's every write claims the Installation; an unclaimed one
+	// is refused for that alone.
+	Eventually(func() error { return manager.Patch(ctx, claimed(changed.DeepCopy()), patch, client.DryRunAll) }).
 		Should(refusedBy(policy), "the manager's token")
 	Expect(k8s.Patch(ctx, changed.DeepCopy(), patch, client.DryRunAll)).To(Succeed(), "an admin")
 }
@@ -154,7 +157,7 @@ var _ = Describe("The Installation under the manager's token", func() {
 		installationDoor,
 		// Item 2: maxUnavailable of any value.
 		Entry("maxUnavailable 100% with no WindowsReadiness", noWindowsReadiness, baseInstallation,
-			speed(intstr.FromString("100%")), installationPolicy),
+			speed(intstr.FromString("100%")), bothInstallationPolicies),
 		Entry("maxUnavailable 100% once the spec's 10% is there", migratingAt10, speed(intstr.FromString("10%")),
 			speed(intstr.FromString("100%")), bothInstallationPolicies),
 		Entry("maxUnavailable 100% in Ready, after the speed was put back", migratingAt10, windowsReady,
@@ -228,6 +231,10 @@ func endpointDoor(state wrState, old map[string]string, change func(*corev1.Conf
 	Expect(client.IgnoreNotFound(k8s.Delete(ctx, servicesEndpoint(nil)))).To(Succeed())
 	write := func(c client.Client) error {
 		changed := cm.DeepCopy()
+		if c == manager {
+			// The manager's every write claims the ConfigMap.
+			claimed(changed)
+		}
 		change(changed)
 		if old == nil {
 			return c.Create(ctx, changed, client.DryRunAll)
@@ -255,7 +262,7 @@ var _ = Describe("The services endpoint under the manager's token", func() {
 		// Item 1: the API server address of every Calico component.
 		Entry("a host other than the spec's", named, nil, endpoint("192.0.2.1", "6443"), endpointSpecPolicy),
 		Entry("a port other than the spec's", named, recorded, endpoint("10.0.0.10", "443"), endpointSpecPolicy),
-		Entry("a host that is no address", noWindowsReadiness, nil, endpoint("a b\nc: d", "6443"), endpointPolicy),
+		Entry("a host that is no address", noWindowsReadiness, nil, endpoint("a b\nc: d", "6443"), bothEndpointPolicies),
 		Entry("a port that is no port", migrating, nil, endpoint("10.0.0.10", "x"), endpointPolicy),
 		Entry("a port out of range", migrating, nil, endpoint("10.0.0.10", "70000"), endpointPolicy),
 		Entry("an immutable ConfigMap", migrating, nil, func(cm *corev1.ConfigMap) {
@@ -265,7 +272,7 @@ var _ = Describe("The services endpoint under the manager's token", func() {
 		Entry("made immutable", migrating, recorded, func(cm *corev1.ConfigMap) { cm.Immutable = ptr.To(true) }, endpointPolicy),
 		Entry("labels on create", migrating, nil, func(cm *corev1.ConfigMap) {
 			endpoint("10.0.0.10", "6443")(cm)
-			cm.Labels = map[string]string{"example.com/x": "y"}
+			cm.Labels = map[string]string{"example.com/x": "y", calico.ClaimLabel: cm.Labels[calico.ClaimLabel]}
 		}, endpointPolicy),
 		Entry("a change while paused", paused, recorded, endpoint("10.0.0.11", "6443"), endpointSpecPolicy),
 		Entry("a key added in a rollback", rollingBack, map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.10"},
@@ -367,43 +374,63 @@ var _ = Describe("calico-node under the manager's token", func() {
 		Expect(manager.Create(ctx, other, client.DryRunAll)).To(HaveOccurred(), "no create")
 	})
 
-	It("is held only while the spec asks for a change, whatever the status says", func() {
+	It("is held only with winready's claim while the spec asks for a change, whatever the status says", func() {
 		ds := calicoNode()
-		hold := func() error {
-			held := ds.DeepCopy()
-			held.Annotations = map[string]string{calico.IgnoreAnnotation: "true"}
-			return manager.Patch(ctx, held, client.MergeFrom(ds), client.DryRunAll)
+		hold := func(claim bool) func() error {
+			return func() error {
+				held := ds.DeepCopy()
+				if claim {
+					claimed(held)
+				}
+				held.Annotations = map[string]string{calico.IgnoreAnnotation: "true"}
+				return manager.Patch(ctx, held, client.MergeFrom(ds), client.DryRunAll)
+			}
 		}
-		inState(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		inState(paused)
 		forgeStatus(v1alpha1.PhaseMigrating)
-		Eventually(hold).Should(refusedBy(holdPolicy), "paused")
+		Eventually(hold(true)).Should(refusedBy(holdPolicy), "paused")
+		inState(noWindowsReadiness)
+		Eventually(hold(true)).Should(refusedBy(holdPolicy), "with no WindowsReadiness (item 7)")
+		Expect(hold(false)()).To(refusedBy("winready-manager-calico-node"), "unclaimed")
 		inState(migrating)
-		Eventually(hold).Should(Succeed(), "a migration holds it")
-		held := ds.DeepCopy()
+		Eventually(hold(true)).Should(Succeed(), "a migration holds it")
+		Expect(hold(false)()).To(refusedBy("winready-manager-calico-node"), "unclaimed, never")
+
+		By("a hold is released, claim and all, while the WindowsReadiness exists")
+		held := claimed(ds.DeepCopy())
 		held.Annotations = map[string]string{calico.IgnoreAnnotation: "true"}
 		Expect(k8s.Patch(ctx, held, client.MergeFrom(ds))).To(Succeed())
-		DeferCleanup(func(held *appsv1.DaemonSet) {
-			released := held.DeepCopy()
-			delete(released.Annotations, calico.IgnoreAnnotation)
-			Expect(k8s.Patch(ctx, released, client.MergeFrom(held))).To(Succeed())
-		}, held)
-		release := func() error {
-			released := held.DeepCopy()
-			delete(released.Annotations, calico.IgnoreAnnotation)
-			return manager.Patch(ctx, released, client.MergeFrom(held), client.DryRunAll)
-		}
-		Expect(release()).To(Succeed(), "its removal is always admitted")
+		released := held.DeepCopy()
+		delete(released.Annotations, calico.IgnoreAnnotation)
+		delete(released.Labels, calico.ClaimLabel)
+		release := func() error { return manager.Patch(ctx, released.DeepCopy(), client.MergeFrom(held), client.DryRunAll) }
+		Expect(release()).To(Succeed(), "its removal is admitted")
 		inState(paused)
 		Eventually(release).Should(Succeed(), "paused too")
+		Expect(k8s.Patch(ctx, released.DeepCopy(), client.MergeFrom(held))).To(Succeed())
+
+		By("a hold an earlier winready left unclaimed is released with no WindowsReadiness")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ds), ds)).To(Succeed())
+		legacy := ds.DeepCopy()
+		legacy.Annotations = map[string]string{calico.IgnoreAnnotation: "true"}
+		Expect(k8s.Patch(ctx, legacy, client.MergeFrom(ds))).To(Succeed())
+		DeferCleanup(func(legacy *appsv1.DaemonSet) {
+			gone := legacy.DeepCopy()
+			delete(gone.Annotations, calico.IgnoreAnnotation)
+			Expect(k8s.Patch(ctx, gone, client.MergeFrom(legacy))).To(Succeed())
+		}, legacy)
 		inState(noWindowsReadiness)
-		Eventually(release).Should(Succeed(), "and left by a deleted WindowsReadiness")
+		gone := legacy.DeepCopy()
+		delete(gone.Annotations, calico.IgnoreAnnotation)
+		Expect(manager.Patch(ctx, gone, client.MergeFrom(legacy), client.DryRunAll)).To(Succeed())
 
 		By("a hold under another field manager, which winready would take for a person's and leave")
-		held = ds.DeepCopy()
-		held.Annotations = map[string]string{calico.IgnoreAnnotation: "true"}
-		Expect(manager.Patch(ctx, held, client.MergeFrom(ds), client.DryRunAll, client.FieldOwner("kubectl-annotate"))).
+		inState(migrating)
+		other := claimed(ds.DeepCopy())
+		other.Annotations = map[string]string{calico.IgnoreAnnotation: "true"}
+		Expect(manager.Patch(ctx, other, client.MergeFrom(ds), client.DryRunAll, client.FieldOwner("kubectl-annotate"))).
 			To(refusedBy("winready-manager-calico-node"))
-		Expect(k8s.Patch(ctx, held.DeepCopy(), client.MergeFrom(ds), client.DryRunAll, client.FieldOwner("kubectl-annotate"))).
+		Expect(k8s.Patch(ctx, other.DeepCopy(), client.MergeFrom(ds), client.DryRunAll, client.FieldOwner("kubectl-annotate"))).
 			To(Succeed(), "a person holds calico-node as they like")
 	})
 })
@@ -416,11 +443,12 @@ var _ = Describe("The record of the originals under the manager's token", func()
 				Data: map[string]string{"originals.json": `{"nodeMaxUnavailable":{"present":true,"value":"100%"}}`}}
 		}
 		inState(rollingBack)
-		Eventually(func() error { return manager.Create(ctx, planted(), client.DryRunAll) }).
+		Eventually(func() error { return manager.Create(ctx, claimed(planted()), client.DryRunAll) }).
 			Should(refusedBy("winready-manager-record-create"), "the manager's token")
 		Expect(k8s.Create(ctx, planted(), client.DryRunAll)).To(Succeed(), "an admin")
 		inState(migrating)
-		Eventually(func() error { return manager.Create(ctx, planted(), client.DryRunAll) }).
+		Eventually(func() error { return manager.Create(ctx, claimed(planted()), client.DryRunAll) }).
 			Should(Succeed(), "as a migration begins")
+		Expect(manager.Create(ctx, planted(), client.DryRunAll)).To(refusedBy("winready-manager-system"), "unclaimed")
 	})
 })

@@ -15,6 +15,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +30,7 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
+	"github.com/winready/winready/internal/calico"
 	installpkg "github.com/winready/winready/test/install"
 	"github.com/winready/winready/test/kit"
 )
@@ -131,7 +134,9 @@ func setWR(mutate ...func(*v1alpha1.WindowsReadiness)) {
 	Expect(k8s.Update(ctx, wr)).To(Succeed())
 }
 
-// noWR deletes WindowsReadiness default, its finalizers first.
+// noWR deletes WindowsReadiness default, as winready lets it go: the claims
+// on what a spec wrote for real lifted first (a write to a claimed object
+// needs the WindowsReadiness), then its finalizers.
 func noWR() {
 	wr := &v1alpha1.WindowsReadiness{}
 	err := k8s.Get(ctx, client.ObjectKey{Name: "default"}, wr)
@@ -139,6 +144,7 @@ func noWR() {
 		return
 	}
 	Expect(err).NotTo(HaveOccurred())
+	unclaimAll()
 	if len(wr.Finalizers) > 0 {
 		wr.Finalizers = nil
 		Expect(k8s.Update(ctx, wr)).To(Succeed())
@@ -167,4 +173,34 @@ func refusedBy(policy string) OmegaMatcher {
 		return MatchError(ContainSubstring("ValidatingAdmissionPolicy '" + prefix))
 	}
 	return MatchError(ContainSubstring("ValidatingAdmissionPolicy '" + policy + "'"))
+}
+
+// unclaimAll lifts winready's claim from every object that may carry it, as
+// an admin, while WindowsReadiness default exists.
+func unclaimAll() {
+	for _, obj := range []client.Object{
+		&operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName}},
+		servicesEndpoint(nil),
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: "winready-originals"}},
+	} {
+		err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		Expect(err).NotTo(HaveOccurred())
+		Expect(calico.Unclaim(ctx, k8s, obj)).To(Succeed(), "lifting the claim of %T", obj)
+	}
+}
+
+// claimed puts winready's claim on obj, as every write of the manager's
+// does.
+func claimed[T client.Object](obj T) T {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[calico.ClaimLabel] = "true"
+	obj.SetLabels(labels)
+	return obj
 }

@@ -350,6 +350,39 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 
 	AfterAll(leaveAsFound)
 
+	It("with no WindowsReadiness, refuses every write a stolen manager token tries, claimed or not", func() {
+		stolen := stolenManagerClient()
+		claim := `"labels":{"` + calico.ClaimLabel + `":"true"}`
+		refused := func(obj client.Object, patch, policy, what string) {
+			GinkgoHelper()
+			Expect(stolen.Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)), client.DryRunAll, client.FieldOwner("winready"))).
+				To(MatchError(ContainSubstring("ValidatingAdmissionPolicy '"+policy+"'")), what)
+			GinkgoWriter.Printf("stolen token, no WindowsReadiness: %s refused by %s\n", what, policy)
+		}
+		inst := on.Installation()
+		refused(inst, `{"metadata":{`+claim+`},"spec":{"calicoNetwork":{"bgp":"Disabled"}}}`,
+			"winready-manager-installation-spec", "BGP off, claimed")
+		refused(inst, `{"spec":{"calicoNetwork":{"bgp":"Disabled"}}}`, "winready-manager-installation", "BGP off, unclaimed")
+		refused(inst, `{"metadata":{`+claim+`},"spec":{"nodeUpdateStrategy":{"rollingUpdate":{"maxUnavailable":50}}}}`,
+			"winready-manager-installation-spec", "maxUnavailable 50, claimed")
+		ds := &appsv1.DaemonSet{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}, ds)).To(Succeed())
+		refused(ds, `{"metadata":{`+claim+`,"annotations":{"`+calico.IgnoreAnnotation+`":"true"}}}`,
+			"winready-manager-calico-node-hold", "calico-node frozen, claimed")
+		refused(ds, `{"metadata":{"annotations":{"`+calico.IgnoreAnnotation+`":"true"}}}`,
+			"winready-manager-calico-node", "calico-node frozen, unclaimed")
+		endpoint := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: calico.OperatorNamespace, Name: calico.ServicesEndpointConfigMap,
+			Labels: map[string]string{calico.ClaimLabel: "true"}},
+			Data: map[string]string{calico.ServiceHostKey: "192.0.2.1", calico.ServicePortKey: "6443"}}
+		Expect(stolen.Create(ctx, endpoint, client.DryRunAll)).
+			To(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'winready-manager-services-endpoint")), "an API server address for Calico")
+		planted := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: manager.Namespace, Name: record.Name,
+			Labels: map[string]string{"winready.io/originals": "true", calico.ClaimLabel: "true"}},
+			Data: map[string]string{"originals.json": `{"nodeMaxUnavailable":{"present":true,"value":"100%"}}`}}
+		Expect(stolen.Create(ctx, planted, client.DryRunAll)).
+			To(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'winready-manager-record-create'")), "a planted record")
+	})
+
 	It("keeps Windows nodes out while the cluster is not ready, whatever winready's status says", Label("core"), func() {
 		createPausedWR()
 		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePaused), why)
@@ -461,7 +494,8 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
 		Eventually(func() error {
 			return stolen.Patch(ctx, ds, client.RawPatch(types.MergePatchType,
-				[]byte(`{"metadata":{"annotations":{"`+calico.IgnoreAnnotation+`":"true"}}}`)), client.DryRunAll)
+				[]byte(`{"metadata":{"labels":{"`+calico.ClaimLabel+`":"true"},"annotations":{"`+calico.IgnoreAnnotation+`":"true"}}}`)),
+				client.DryRunAll, client.FieldOwner("winready"))
 		}).Should(MatchError(ContainSubstring("ValidatingAdmissionPolicy 'winready-manager-calico-node-hold'")))
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
 

@@ -2,10 +2,12 @@ package kit
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -42,6 +44,52 @@ func UpdateWindowsReadiness(ctx context.Context, c client.Client, mutate func(*v
 		}
 		mutate(wr)
 		return c.Update(ctx, wr)
+	})
+}
+
+// ForgetWindowsReadiness deletes the WindowsReadiness "default" with no
+// manager running to let it go: it lifts winready's claims as an admin while
+// the object still exists (admission requires it for a write to a claimed
+// object), removes its finalizers, deletes it and waits until it is gone.
+// recordNamespace is where the record of the originals lives.
+func ForgetWindowsReadiness(ctx context.Context, c client.Client, recordNamespace string) error {
+	wr, err := GetWindowsReadiness(ctx, c)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for _, obj := range []client.Object{
+		&operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: calico.OperatorNamespace, Name: calico.ServicesEndpointConfigMap}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: recordNamespace, Name: "winready-originals"}},
+	} {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if err := retry.OnError(updateBackoff, func(err error) bool { return errors.Is(err, calico.ErrGuardFailed) }, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			return client.IgnoreNotFound(calico.Unclaim(ctx, c, obj))
+		}); err != nil {
+			return err
+		}
+	}
+	if len(wr.Finalizers) > 0 {
+		if err := UpdateWindowsReadiness(ctx, c, func(wr *v1alpha1.WindowsReadiness) { wr.Finalizers = nil }); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	if err := client.IgnoreNotFound(c.Delete(ctx, wr)); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := GetWindowsReadiness(ctx, c)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 }
 

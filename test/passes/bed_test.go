@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -24,6 +25,7 @@ import (
 	"github.com/winready/winready/internal/probe"
 	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit"
 	"github.com/winready/winready/test/kit/look"
 )
 
@@ -207,12 +209,21 @@ func (l *eventLog) all() []string {
 // so that the next spec starts from an empty cluster.
 func clean(api client.Client) {
 	GinkgoHelper()
-	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
-	Expect(client.IgnoreNotFound(api.Delete(ctx, wr))).To(Succeed())
+	Expect(kit.ForgetWindowsReadiness(ctx, api, operatorNamespace)).To(Succeed())
 	Expect(client.IgnoreNotFound(api.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Namespace: operatorNamespace, Name: record.Name}}))).To(Succeed())
 	Expect(api.DeleteAllOf(ctx, &corev1.Node{}, client.MatchingLabels{calico.OSLabel: calico.OSWindows})).To(Succeed())
 	Expect((&probe.Engine{Kind: probe.RoundKind, Client: api, Namespace: probeNamespace}).Cleanup(ctx)).To(Succeed())
 	Expect((&podcheck.Engine{Kind: podcheck.RoundKind, Client: api, Namespace: probeNamespace}).Cleanup(ctx)).To(Succeed())
 	Expect(calicosim.Clean(ctx, api)).To(Succeed())
+}
+
+// deleteWR deletes the WindowsReadiness as a person does, and runs passes
+// until winready has lifted its claims and let it go.
+func deleteWR(b *inlineBed) {
+	GinkgoHelper()
+	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
+	Expect(k8s.Delete(ctx, wr)).To(Succeed())
+	reconcileUntil(b, func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(wr), wr)) }, BeTrue(),
+		"winready removes its finalizer")
 }

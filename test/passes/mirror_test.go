@@ -228,12 +228,21 @@ func (m *mirrorClient) Update(ctx context.Context, obj client.Object, opts ...cl
 	if err := m.WithWatch.Update(ctx, obj, opts...); err != nil {
 		return err
 	}
-	return m.put(obj)
+	return m.written(ctx, obj)
 }
 
 func (m *mirrorClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	if err := m.WithWatch.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
+	}
+	return m.written(ctx, obj)
+}
+
+// written keeps the server's answer to an update; an object being deleted
+// whose last finalizer the write removed is gone, and is read back.
+func (m *mirrorClient) written(ctx context.Context, obj client.Object) error {
+	if obj.GetDeletionTimestamp() != nil && len(obj.GetFinalizers()) == 0 {
+		return m.refresh(ctx, obj)
 	}
 	return m.put(obj)
 }

@@ -158,7 +158,7 @@ var _ = Describe("Rolling back pass by pass", func() {
 		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
 		Expect(originalsRecord()).NotTo(BeNil(), "written before the first change")
 
-		on.DeleteWR()
+		deleteWR(b)
 		Expect(originalsRecord()).NotTo(BeNil(), "deleting the WindowsReadiness leaves the record")
 		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 		reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonForeignRecord),
@@ -174,7 +174,7 @@ var _ = Describe("Rolling back pass by pass", func() {
 	It("goes on from the record when the WindowsReadiness is deleted midway and applied again", func() {
 		on.CreateWR()
 		reconcileUntil(b, func() v1alpha1.StepState { return on.Step(v1alpha1.StepBGP)().State }, Equal(v1alpha1.StepCompleted))
-		on.DeleteWR()
+		deleteWR(b)
 		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)), "the cluster is half migrated")
 
 		on.CreateWR()
