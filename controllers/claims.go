@@ -48,8 +48,10 @@ func (r *Reconciler) release(ctx context.Context, wr *v1alpha1.WindowsReadiness)
 		return nil
 	}
 	if err := r.liftClaims(ctx); err != nil {
-		r.Recorder.Eventf(wr, nil, corev1.EventTypeWarning, conditions.ReasonClaimsKept, "Delete",
+		s := &scope{wr: wr}
+		s.note(corev1.EventTypeWarning, conditions.ReasonClaimsKept, "Delete",
 			"winready could not lift its claims, and keeps the WindowsReadiness until it can: %v", err)
+		r.recordEvents(s)
 		return fmt.Errorf("lifting winready's claims before windowsreadiness %s goes: %w", wr.Name, err)
 	}
 	base := wr.DeepCopy()

@@ -9,7 +9,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	operatorv1 "github.com/tigera/operator/api/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -56,6 +58,14 @@ var _ = Describe("Upgrading winready in the middle of a migration", Ordered, fun
 		earlierBin, earlierRoot = buildEarlier(rev)
 		// This scenario runs the two releases itself.
 		Expect(winready.Stop()).To(Succeed())
+		// The earlier release shipped no admission policies: the cluster it
+		// ran in had none of today's, which bound a manager that claims what
+		// it writes. Today's come back with today's manifest, as an upgrade
+		// applies them.
+		for _, obj := range []client.Object{&admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
+			&admissionregistrationv1.ValidatingAdmissionPolicy{}} {
+			Expect(k8s.DeleteAllOf(ctx, obj, client.MatchingLabels{"app.kubernetes.io/part-of": "winready"})).To(Succeed())
+		}
 		Expect(calicoBackend.Seed(ctx, k8s, mainCluster())).To(Succeed())
 		original, originalEnv = touchedFields(), nodeEnv()
 		Expect(original.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)), "the scenario starts from the seed")
