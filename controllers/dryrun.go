@@ -55,7 +55,9 @@ func (r dryRun) plan(ctx context.Context, s *scope) ([]v1alpha1.PlannedChange, e
 		}
 		plan = append(plan, phase.Plan(step.Name(), step.Diff(in))...)
 	}
-	plan = plannedSpeed(s, in, plan)
+	for _, r := range riders {
+		plan = r.plan(s, in, plan)
+	}
 	if len(plan) > maxPlan {
 		plan = plan[:maxPlan]
 	}

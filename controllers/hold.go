@@ -52,6 +52,25 @@ func (b batched) needsHold() bool {
 	return inst && cm
 }
 
+// calicoNodeHold is the rider of the hold: before a write that spans the
+// Installation and the services endpoint, calico-node is held; holdRelease
+// ends the hold once the Tigera operator has read every held change.
+type calicoNodeHold struct{}
+
+func (calicoNodeHold) join(*scope, *stepTurn) {}
+
+func (calicoNodeHold) prepare(ctx context.Context, w walk, s *scope, t *stepTurn) error {
+	return w.holdCalicoNode(ctx, s, t.in, &t.batch)
+}
+
+func (calicoNodeHold) prove(context.Context, walk, *scope, v1alpha1.StepName, v1alpha1.Direction) Outcome {
+	return done()
+}
+
+func (calicoNodeHold) plan(_ *scope, _ phase.Input, plan []v1alpha1.PlannedChange) []v1alpha1.PlannedChange {
+	return plan
+}
+
 // holdCalicoNode makes the Tigera operator leave calico-node alone before the write of
 // b, and adds the mark of the hold to b's Installation patch. calico-node
 // absent (the operator creates it whole, from what it reads then) or held by

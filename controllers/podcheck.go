@@ -11,6 +11,7 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/phase"
 	"github.com/winready/winready/internal/podcheck"
 	"github.com/winready/winready/internal/round"
 )
@@ -46,6 +47,25 @@ const podCheckPoll = 5 * time.Second
 // baseline stops the migration with the diagnosis
 // (spec.podNetworkCheck.onFailure Stop), or asks for the step to be reverted
 // (Revert: see podCheckRevertDue).
+// podNetworkCheck is the rider of the pod network check: a disruptive step
+// of a migration is done once the pod network is proven after it (podCheck).
+type podNetworkCheck struct{}
+
+func (podNetworkCheck) join(*scope, *stepTurn) {}
+
+func (podNetworkCheck) prepare(context.Context, walk, *scope, *stepTurn) error { return nil }
+
+func (podNetworkCheck) prove(ctx context.Context, w walk, s *scope, step v1alpha1.StepName, dir v1alpha1.Direction) Outcome {
+	if _, ok := disruptive[step]; !ok || dir != v1alpha1.DirectionMigrate {
+		return done()
+	}
+	return podCheck{w.Reconciler, step}.reconcile(ctx, s)
+}
+
+func (podNetworkCheck) plan(_ *scope, _ phase.Input, plan []v1alpha1.PlannedChange) []v1alpha1.PlannedChange {
+	return plan
+}
+
 type podCheck struct {
 	*Reconciler
 	trigger v1alpha1.StepName

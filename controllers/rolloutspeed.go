@@ -14,6 +14,28 @@ import (
 	"github.com/winready/winready/internal/phase"
 )
 
+// rolloutSpeed is the rider of calico-node's pace: the change that speeds
+// the rollout up joins a write that re-renders calico-node, and a plan shows
+// it; restoreSpeed puts the recorded pace back once every step has settled.
+type rolloutSpeed struct{}
+
+func (rolloutSpeed) join(s *scope, t *stepTurn) {
+	renders := func(n v1alpha1.StepName) bool { return slices.Contains(rendersCalicoNode, n) }
+	if renders(t.step.Name()) || slices.ContainsFunc(t.batch.steps, renders) {
+		t.batch.changes = append(t.batch.changes, faster(s, t.in)...)
+	}
+}
+
+func (rolloutSpeed) prepare(context.Context, walk, *scope, *stepTurn) error { return nil }
+
+func (rolloutSpeed) prove(context.Context, walk, *scope, v1alpha1.StepName, v1alpha1.Direction) Outcome {
+	return done()
+}
+
+func (rolloutSpeed) plan(s *scope, in phase.Input, plan []v1alpha1.PlannedChange) []v1alpha1.PlannedChange {
+	return plannedSpeed(s, in, plan)
+}
+
 // speed is spec.rollout.maxUnavailable as the walk applies it.
 func speed(s *scope) phase.RolloutSpeed {
 	return phase.RolloutSpeed{Want: s.wr.Spec.Rollout.MaxUnavailable}

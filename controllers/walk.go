@@ -70,64 +70,157 @@ func input(s *scope, dir v1alpha1.Direction) phase.Input {
 		Originals: s.wr.Status.Originals, Targets: targetsOf(s.wr.Status.Targets), Direction: dir}
 }
 
+// stepTurn is one step's turn in a pass: what its stages share.
+type stepTurn struct {
+	step phase.Step
+	in   phase.Input
+	// rest are the steps after it, which a batch may join.
+	rest []phase.Step
+	// changes are the step's diff; due are those the write makes.
+	changes, due []calico.Change
+	// batch is the write: the due changes, the later steps' joined and what
+	// the riders add.
+	batch batched
+	// ended ends the turn, done, before the stages that follow.
+	ended bool
+}
+
+// stage is one point of a step's turn; an outcome that is not done ends the
+// turn there.
+type stage func(w walk, ctx context.Context, s *scope, t *stepTurn) Outcome
+
+// stages are a step's turn, in order: the lifecycle every step goes through
+// in each pass, toward either direction. The riders (riders.go) join it at
+// gather, prepare and prove.
+var stages = []stage{
+	walk.observe, // read the step's objects and list its changes
+	walk.recheck, // a step Calico applied before: its value alone, or a revert
+	walk.permit,  // may the due changes be made now (policy, the Windows nodes, the step's gate)
+	walk.gather,  // the later steps batched with it, and the riders' changes
+	walk.prepare, // the riders before the write (the hold of calico-node)
+	walk.write,   // the write, and the step read again
+	walk.settle,  // Calico applied it
+	walk.overlay, // an overlay keeps what the step wrote
+	walk.prove,   // the riders once it has settled (the pod network check)
+}
+
 // walkStep takes one step as far as it goes in this pass.
 func (w walk) walkStep(ctx context.Context, s *scope, in phase.Input, step phase.Step, rest []phase.Step) Outcome {
-	name, dir := step.Name(), in.Direction
-	if err := step.Read(ctx, w.readers(), in.Cluster); err != nil {
-		return failed(fmt.Errorf("observing step %s: %w", name, err))
+	t := &stepTurn{step: step, in: in, rest: rest}
+	for _, st := range stages {
+		if o := st(w, ctx, s, t); !o.Done() || t.ended {
+			return o
+		}
 	}
-	changes := step.Diff(in)
+	return done()
+}
+
+func (w walk) observe(ctx context.Context, _ *scope, t *stepTurn) Outcome {
+	if err := t.step.Read(ctx, w.readers(), t.in.Cluster); err != nil {
+		return failed(fmt.Errorf("observing step %s: %w", t.step.Name(), err))
+	}
+	t.changes = t.step.Diff(t.in)
+	t.due = calico.Due(t.changes)
+	return done()
+}
+
+// recheck: Calico applied this step before (or, in a rollback, the
+// migration never got to it); later steps' changes make its TigeraStatus
+// and rollouts move again, which is not this step's to wait for. Only the
+// value itself is checked, and a value someone put back is a revert.
+func (w walk) recheck(ctx context.Context, s *scope, t *stepTurn) Outcome {
+	name, dir := t.step.Name(), t.in.Direction
 	rec := s.steps().entry(name)
-	if untouched := dir == v1alpha1.DirectionRollback && rec.State == v1alpha1.StepPending; untouched || s.steps().finished(name, dir) {
-		// Calico applied this step before (or, in a rollback, the migration
-		// never got to it); later steps' changes make its TigeraStatus and
-		// rollouts move again, which is not this step's to wait for. Only
-		// the value itself is checked.
-		if len(changes) == 0 {
-			return w.overlaid(ctx, step, in)
-		}
-		if s.steps().finished(name, dir) && rec.Changed && rec.Target == targetDigest(s.wr.Status.Targets, name, dir) {
-			// Someone put back the value this step had changed; a spec edit
-			// that moved the target is not a revert.
-			if o := w.reverted(ctx, s, name, changes); !o.Done() {
-				return o
-			}
-		}
+	untouched := dir == v1alpha1.DirectionRollback && rec.State == v1alpha1.StepPending
+	if !untouched && !s.steps().finished(name, dir) {
+		return done()
 	}
-	if due := calico.Due(changes); len(due) > 0 {
-		if o := w.mayChangeNow(ctx, s, name, dir); !o.Done() {
-			return o
-		}
-		if g, ok := step.(phase.Gated); ok {
-			if err := g.ReadGate(ctx, w.readers(), in.Cluster); err != nil {
-				return failed(fmt.Errorf("observing step %s: %w", name, err))
-			}
-			if ready, why := g.ReadyToChange(in); !ready {
-				s.steps().start(name, dir)
-				return waitingFor(why)
-			}
-		}
-		b, err := w.batch(ctx, s, in, step, rest, due)
-		if err != nil {
-			return failed(err)
-		}
-		if err := w.holdCalicoNode(ctx, s, in, &b); err != nil {
-			return failed(fmt.Errorf("step %s: %w", name, err))
-		}
-		if o := w.change(ctx, s, in, step, b); !o.Done() {
-			return o
-		}
+	if len(t.changes) == 0 {
+		t.ended = true
+		return w.overlaid(ctx, t.step, t.in)
 	}
-	if ok, why := step.Settled(in); !ok {
-		s.steps().start(name, dir)
-		return waitingFor(why)
+	if s.steps().finished(name, dir) && rec.Changed && rec.Target == targetDigest(s.wr.Status.Targets, name, dir) {
+		// A spec edit that moved the target is not a revert.
+		return w.reverted(ctx, s, name, t.changes)
 	}
-	if o := w.overlaid(ctx, step, in); !o.Done() {
+	return done()
+}
+
+// permit says whether the due changes may be made now.
+func (w walk) permit(ctx context.Context, s *scope, t *stepTurn) Outcome {
+	if len(t.due) == 0 {
+		return done()
+	}
+	name := t.step.Name()
+	if o := w.mayChangeNow(ctx, s, name, t.in.Direction); !o.Done() {
 		return o
 	}
-	if _, ok := disruptive[name]; ok && dir == v1alpha1.DirectionMigrate {
-		// The step is done once the pod network is proven after it.
-		return podCheck{w.Reconciler, name}.reconcile(ctx, s)
+	if g, ok := t.step.(phase.Gated); ok {
+		if err := g.ReadGate(ctx, w.readers(), t.in.Cluster); err != nil {
+			return failed(fmt.Errorf("observing step %s: %w", name, err))
+		}
+		if ready, why := g.ReadyToChange(t.in); !ready {
+			s.steps().start(name, t.in.Direction)
+			return waitingFor(why)
+		}
+	}
+	return done()
+}
+
+// gather makes the write: the due changes, the later steps batched with
+// them, and what each rider joins.
+func (w walk) gather(ctx context.Context, s *scope, t *stepTurn) Outcome {
+	if len(t.due) == 0 {
+		return done()
+	}
+	b, err := w.batch(ctx, s, t.in, t.step, t.rest, t.due)
+	if err != nil {
+		return failed(err)
+	}
+	t.batch = b
+	for _, r := range riders {
+		r.join(s, t)
+	}
+	return done()
+}
+
+func (w walk) prepare(ctx context.Context, s *scope, t *stepTurn) Outcome {
+	if len(t.due) == 0 {
+		return done()
+	}
+	for _, r := range riders {
+		if err := r.prepare(ctx, w, s, t); err != nil {
+			return failed(fmt.Errorf("step %s: %w", t.step.Name(), err))
+		}
+	}
+	return done()
+}
+
+func (w walk) write(ctx context.Context, s *scope, t *stepTurn) Outcome {
+	if len(t.due) == 0 {
+		return done()
+	}
+	return w.change(ctx, s, t.in, t.step, t.batch)
+}
+
+func (w walk) settle(_ context.Context, s *scope, t *stepTurn) Outcome {
+	if ok, why := t.step.Settled(t.in); !ok {
+		s.steps().start(t.step.Name(), t.in.Direction)
+		return waitingFor(why)
+	}
+	return done()
+}
+
+func (w walk) overlay(ctx context.Context, _ *scope, t *stepTurn) Outcome {
+	return w.overlaid(ctx, t.step, t.in)
+}
+
+// prove asks each rider whether the settled step is proven.
+func (w walk) prove(ctx context.Context, s *scope, t *stepTurn) Outcome {
+	for _, r := range riders {
+		if o := r.prove(ctx, w, s, t.step.Name(), t.in.Direction); !o.Done() {
+			return o
+		}
 	}
 	return done()
 }
@@ -192,8 +285,7 @@ type batched struct {
 // the Installation and the services-endpoint ConfigMap (hold.go). A later
 // step whose change may not be made now (approval, a gate, Calico unhealthy)
 // is left to its own turn with every step after it, as is every step under
-// spec.rollout.conservative. The change that speeds the rollout up rides
-// along when the write re-renders calico-node.
+// spec.rollout.conservative.
 func (w walk) batch(ctx context.Context, s *scope, in phase.Input, step phase.Step, rest []phase.Step, due []calico.Change) (batched, error) {
 	b := batched{changes: due}
 	if slices.Contains(batchable, step.Name()) && !s.wr.Spec.Rollout.Conservative {
@@ -227,10 +319,6 @@ func (w walk) batch(ctx context.Context, s *scope, in phase.Input, step phase.St
 			b.changes = append(b.changes, more...)
 			b.steps = append(b.steps, other.Name())
 		}
-	}
-	renders := func(n v1alpha1.StepName) bool { return slices.Contains(rendersCalicoNode, n) }
-	if renders(step.Name()) || slices.ContainsFunc(b.steps, renders) {
-		b.changes = append(b.changes, faster(s, in)...)
 	}
 	return b, nil
 }
