@@ -2,13 +2,16 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/internal/record"
 )
 
@@ -34,18 +37,23 @@ type seen struct {
 	// the status counts only as one of these (probeRan).
 	probeStarted string
 	probeJudged  *probeVerdict
+	// probeNodes are the Linux nodes, from the cache, as the probe round
+	// this manager started last began: a round's verdict covers them.
+	probeNodes []string
+	// preflight is the passing verdict of the checks this manager ran last.
+	preflight *preflightVerdict
 }
 
 // probeVerdict is what decides whether a completed probe round passed, and
 // for which spec and rerun request it ran.
 type probeVerdict struct {
-	round, token                      string
-	generation, completed             int64
+	round, token, inputs              string
+	completed                         int64
 	planned, passed, failing, missing int32
 }
 
 func verdictOf(st *v1alpha1.ProbeStatus) probeVerdict {
-	v := probeVerdict{round: st.Round, token: st.RerunToken, generation: st.Generation,
+	v := probeVerdict{round: st.Round, token: st.RerunToken, inputs: st.InputDigest,
 		planned: st.PlannedPairs, passed: st.PassedPairs, failing: st.FailingPairs, missing: st.MissingReports}
 	if st.CompletedAt != nil {
 		// The status keeps seconds.
@@ -54,11 +62,26 @@ func verdictOf(st *v1alpha1.ProbeStatus) probeVerdict {
 	return v
 }
 
-// startedProbe remembers the probe round this manager started.
-func (s *seen) startedProbe(round string) {
+// startedProbe remembers the probe round this manager started, and the
+// Linux nodes it began on (sorted).
+func (s *seen) startedProbe(round string, nodes []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.probeStarted, s.probeJudged = round, nil
+	s.probeStarted, s.probeJudged, s.probeNodes = round, nil, nodes
+}
+
+// probeCovers says whether the probe round this manager started last began
+// on every node of nodes (sorted): a Linux node that joined since has not
+// been probed. A node that left takes nothing from the verdict on the others.
+func (s *seen) probeCovers(nodes []string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range nodes {
+		if _, found := slices.BinarySearch(s.probeNodes, n); !found {
+			return false
+		}
+	}
+	return true
 }
 
 // judgedProbe remembers what this manager judged of a round.
@@ -81,6 +104,44 @@ func (s *seen) probeRan(st *v1alpha1.ProbeStatus) bool {
 		return st.Round != "" && st.Round == s.probeStarted
 	}
 	return s.probeJudged != nil && *s.probeJudged == verdictOf(st)
+}
+
+// preflightVerdict is the verdict of the checks this manager ran: for which
+// object, on which inputs (the digest of what the cache holds), for which
+// rerun request, and when.
+type preflightVerdict struct {
+	uid           types.UID
+	digest, token string
+	checks        []v1alpha1.PreflightCheck
+	at            time.Time
+}
+
+// judgedPreflight remembers the verdict of the checks this manager ran. A
+// verdict with a failed check is not remembered: the checks run again on
+// every pass until they pass, so that a fix is seen as soon as a pass looks.
+func (s *seen) judgedPreflight(v preflightVerdict) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.preflight = nil
+	if len(preflight.Failed(v.checks)) == 0 {
+		v.checks = slices.Clone(v.checks)
+		s.preflight = &v
+	}
+}
+
+// preflightHolds returns the verdict this manager reached on the same
+// inputs, for the same object and rerun request, no longer than maxAge
+// before now: the manager's token may write the status, so a verdict counts
+// only as one this manager reached. maxAge bounds how old a verdict may be
+// on what the digest does not cover.
+func (s *seen) preflightHolds(uid types.UID, digest, token string, now time.Time, maxAge time.Duration) ([]v1alpha1.PreflightCheck, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.preflight
+	if v == nil || v.uid != uid || v.digest != digest || v.token != token || now.Sub(v.at) >= maxAge {
+		return nil, false
+	}
+	return slices.Clone(v.checks), true
 }
 
 // readWindowsReadiness reads the object from the cache when the cache shows

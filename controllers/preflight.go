@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -12,28 +13,31 @@ import (
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 )
 
 // preflightChecks runs the compatibility checks and records them; a failed
-// check stops the migration before any change.
+// check stops the migration before any change. The checks read the cluster
+// past the cache (preflight.Gather: about 15 requests, and every Node, pool,
+// policy, DaemonSet and IPAM block a page at a time), so a pass runs them
+// only when what they read may have changed; other passes before the first
+// change (those the probe round and the pod network check wake) take the
+// verdict this manager last reached.
 type preflightChecks struct{ *Reconciler }
 
 func (r preflightChecks) reconcile(ctx context.Context, s *scope) Outcome {
-	in, err := preflight.Gather(ctx, r.APIReader, r.Discovery, s.inst)
-	if err != nil {
-		return failed(err)
-	}
-	if wn := s.wr.Spec.WindowsNodes; wn != nil {
-		in.ExpectedWindowsNodes = wn.Expected
-	}
 	existing, err := calico.GetServicesEndpoint(ctx, r.Client)
 	if err != nil {
 		return failed(err)
 	}
-	if in.APIServer, err = preflight.GatherAPIServer(ctx, r.APIReader, s.wr.Spec.APIServer, existing); err != nil {
+	digest, err := r.preflightDigest(ctx, s, existing)
+	if err != nil {
 		return failed(err)
 	}
-	checks := preflight.Evaluate(in, s.wr.Spec.Preflight)
+	checks, calicoAPIServed, err := r.verdict(ctx, s, existing, digest)
+	if err != nil {
+		return failed(err)
+	}
 	completed := ptr.To(metav1.NewTime(s.now))
 	var probe *v1alpha1.ProbeStatus
 	if prev := s.wr.Status.Preflight; prev != nil {
@@ -44,11 +48,11 @@ func (r preflightChecks) reconcile(ctx context.Context, s *scope) Outcome {
 			completed = prev.CompletedAt
 		}
 	}
-	s.wr.Status.Preflight = &v1alpha1.PreflightStatus{CompletedAt: completed, Checks: checks, Probe: probe}
+	s.wr.Status.Preflight = &v1alpha1.PreflightStatus{CompletedAt: completed, Checks: checks, Probe: probe, InputDigest: digest}
 	if failed := preflight.Failed(checks); len(failed) > 0 {
 		msg := "preflight failed, nothing was changed: " + summarize(failed)
 		reason := conditions.ReasonPreflightFailed
-		if !in.CalicoAPIServed {
+		if !calicoAPIServed {
 			reason = conditions.ReasonCalicoAPIUnavailable
 		}
 		s.set(conditions.PreflightPassed, metav1.ConditionFalse, reason, msg)
@@ -56,6 +60,36 @@ func (r preflightChecks) reconcile(ctx context.Context, s *scope) Outcome {
 	}
 	s.set(conditions.PreflightPassed, metav1.ConditionUnknown, conditions.ReasonProgressing, "compatibility checks passed; probing UDP 4789")
 	return done()
+}
+
+// verdict is the checks' verdict on the cluster as it is now, and whether
+// projectcalico.org/v3 is served. It is the passing verdict this manager
+// reached last while that still holds: the status shows it on the same
+// inputs (digest, from the cache), no rerun was asked for since, and it is
+// younger than the preflight's retry interval, which bounds how old a
+// verdict may be on what the cache does not hold. Otherwise the checks run
+// again on the cluster read past the cache; existing is the
+// services-endpoint ConfigMap, nil when absent.
+func (r preflightChecks) verdict(ctx context.Context, s *scope, existing *corev1.ConfigMap, digest string) ([]v1alpha1.PreflightCheck, bool, error) {
+	token := string(round.TokenOf(s.wr.Annotations[RerunPreflightAnnotation]))
+	if prev := s.wr.Status.Preflight; prev != nil && prev.InputDigest == digest {
+		if checks, ok := r.seen.preflightHolds(s.wr.UID, digest, token, s.now, r.opts.PreflightRetry); ok {
+			return checks, true, nil
+		}
+	}
+	in, err := preflight.Gather(ctx, r.APIReader, r.Discovery, s.inst)
+	if err != nil {
+		return nil, false, err
+	}
+	if wn := s.wr.Spec.WindowsNodes; wn != nil {
+		in.ExpectedWindowsNodes = wn.Expected
+	}
+	if in.APIServer, err = preflight.GatherAPIServer(ctx, r.APIReader, s.wr.Spec.APIServer, existing); err != nil {
+		return nil, false, err
+	}
+	checks := preflight.Evaluate(in, s.wr.Spec.Preflight)
+	r.seen.judgedPreflight(preflightVerdict{uid: s.wr.UID, digest: digest, token: token, checks: checks, at: s.now})
+	return checks, in.CalicoAPIServed, nil
 }
 
 // probeFailed stops the migration on a UDP 4789 probe that failed or could

@@ -25,11 +25,14 @@ const RerunPreflightAnnotation = v1alpha1.RerunPreflightAnnotation
 const DefaultProbeTimeout = 30 * time.Second
 
 // probeRound runs the UDP 4789 probe round on the round engine and is done
-// once it passed. A round is run for each spec generation and rerun request;
-// while it runs the reports wake the reconciler. Only a round this manager
-// started and judged counts (seen.probeRan): the status shows the verdict
-// but does not prove it. A failed round stops the
-// migration and is tried again after the preflight retry interval.
+// once it passed. A round is run again for new values of the spec fields it
+// runs with (probeDigest), for each rerun request, and, once it is over,
+// when a Linux node joined since it began; a spec edit of anything else
+// (paused, approvedSteps, acknowledge) keeps it. While it runs the reports
+// wake the reconciler. Only a round this manager started and judged counts
+// (seen.probeRan): the status shows the verdict but does not prove it. A
+// failed round stops the migration and is tried again after the preflight
+// retry interval.
 type probeRound struct{ *Reconciler }
 
 func (r probeRound) reconcile(ctx context.Context, s *scope) Outcome {
@@ -51,14 +54,16 @@ func (r probeRound) reconcile(ctx context.Context, s *scope) Outcome {
 	}
 
 	token := round.TokenOf(s.wr.Annotations[RerunPreflightAnnotation])
-	fresh := st != nil && !st.Skipped && st.Generation == s.wr.Generation &&
-		round.StageOf(&st.RoundState) != round.NotStarted && round.TokenOfState(&st.RoundState) == token &&
-		r.seen.probeRan(st)
-	if fresh && st.CompletedAt != nil && probeFailing(st) && s.now.Sub(st.CompletedAt.Time) >= r.opts.PreflightRetry {
-		fresh = false
+	inputs, err := probeDigest(s)
+	if err != nil {
+		return failed(err)
+	}
+	fresh, err := r.fresh(ctx, s, st, inputs, token)
+	if err != nil {
+		return failed(err)
 	}
 	if !fresh {
-		return r.start(ctx, s, token)
+		return r.start(ctx, s, token, inputs)
 	}
 	s.wr.Status.Preflight.Probe = st
 	if st.CompletedAt == nil {
@@ -68,6 +73,29 @@ func (r probeRound) reconcile(ctx context.Context, s *scope) Outcome {
 		return r.failedRound(s, st).lookAgain(r.opts.PreflightRetry - s.now.Sub(st.CompletedAt.Time))
 	}
 	return done()
+}
+
+// fresh says whether st is a round this manager ran for inputs and token
+// that still stands: one under way, or one over whose nodes are all the
+// Linux nodes there are now and which, if it failed, failed less than the
+// preflight retry interval ago.
+func (r probeRound) fresh(ctx context.Context, s *scope, st *v1alpha1.ProbeStatus, inputs string, token round.Token) (bool, error) {
+	if st == nil || st.Skipped || st.InputDigest != inputs || round.StageOf(&st.RoundState) == round.NotStarted ||
+		round.TokenOfState(&st.RoundState) != token || !r.seen.probeRan(st) {
+		return false, nil
+	}
+	if st.CompletedAt == nil {
+		// A node that joins while the round runs is seen once it is over.
+		return true, nil
+	}
+	if probeFailing(st) && s.now.Sub(st.CompletedAt.Time) >= r.opts.PreflightRetry {
+		return false, nil
+	}
+	nodes, err := linuxNodeNames(ctx, r.Client)
+	if err != nil {
+		return false, err
+	}
+	return r.seen.probeCovers(nodes), nil
 }
 
 func probeFailing(st *v1alpha1.ProbeStatus) bool { return st.FailingPairs > 0 || st.MissingReports > 0 }
@@ -98,9 +126,16 @@ func (r probeRound) engine(s *scope, id round.ID, token round.Token) (*probe.Eng
 // bounded number of times (each after the workqueue's backoff) before a
 // person is asked, as it does not go away by itself; any other failure is
 // retried with the backoff.
-func (r probeRound) start(ctx context.Context, s *scope, token round.Token) Outcome {
-	st := &v1alpha1.ProbeStatus{Generation: s.wr.Generation}
+func (r probeRound) start(ctx context.Context, s *scope, token round.Token, inputs string) Outcome {
+	st := &v1alpha1.ProbeStatus{Generation: s.wr.Generation, InputDigest: inputs}
 	e, spec := r.engine(s, round.NewID(s.wr.Generation, s.now), token)
+	// The nodes as the round begins, read before it lists them past the
+	// cache: a node the cache shows late is probed again once the round is
+	// over, never left out.
+	nodes, err := linuxNodeNames(ctx, r.Client)
+	if err != nil {
+		return failed(err)
+	}
 	if err := e.Start(ctx, s.now, spec, &st.RoundState); err != nil {
 		if attempts := s.failures + 1; permanent(err) && attempts >= permanentAfter {
 			msg := fmt.Sprintf("preflight failed, nothing was changed: the UDP 4789 probe could not be started in %d attempts: %v. "+
@@ -111,7 +146,7 @@ func (r probeRound) start(ctx context.Context, s *scope, token round.Token) Outc
 		return failed(fmt.Errorf("preflight: starting the UDP 4789 probe: %w", err))
 	}
 	s.wr.Status.Preflight.Probe = st
-	r.seen.startedProbe(st.Round)
+	r.seen.startedProbe(st.Round, nodes)
 	s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbeStarted, "Preflight", "probing UDP 4789 between %d Linux nodes (round %s)", st.Nodes, st.Round)
 	return progressing(spec.Timeout, "preflight: probing UDP 4789 between %d Linux nodes", st.Nodes)
 }
@@ -158,10 +193,10 @@ func (r probeRound) collect(ctx context.Context, s *scope, st *v1alpha1.ProbeSta
 	if !ok {
 		// The plans are gone (removed by hand, or a round replaced them):
 		// probe again.
-		return r.start(ctx, s, round.TokenOf(s.wr.Annotations[RerunPreflightAnnotation]))
+		return r.start(ctx, s, round.TokenOf(s.wr.Annotations[RerunPreflightAnnotation]), st.InputDigest)
 	}
 	result := probe.Judge(res)
-	result.RoundState, result.Generation = st.RoundState, st.Generation
+	result.RoundState, result.Generation, result.InputDigest = st.RoundState, st.Generation, st.InputDigest
 	completed := metav1.NewTime(s.now)
 	result.CompletedAt = &completed
 	s.wr.Status.Preflight.Probe = &result

@@ -165,19 +165,28 @@ type Deps struct {
 	APIReader client.Reader
 	Discovery preflight.Discovery
 	Recorder  events.EventRecorder
+	// Reads counts the gets and lists the reconciler makes through Client
+	// (as answered from the cache) and APIReader (past it), besides
+	// winready_reads_total; a counter of its own when nil.
+	Reads *metrics.ReadCounter
 }
 
 // NewReconciler builds the reconciler on d with o, defaults filled in. Its
 // client counts the writes it makes (Reconciler.Writes) and carries
-// winready's field manager name. Without a manager, the caller runs
-// Reconcile; IPAM blocks are then read past any index.
+// winready's field manager name; its reads are counted (Deps.Reads).
+// Without a manager, the caller runs Reconcile; IPAM blocks are then read
+// past any index.
 func NewReconciler(d Deps, scheme *runtime.Scheme, o Options) *Reconciler {
 	o = o.withDefaults()
 	writes := metrics.NewWriteCounter(scheme)
+	reads := d.Reads
+	if reads == nil {
+		reads = metrics.NewReadCounter(scheme)
+	}
 	return &Reconciler{
-		Client:    client.WithFieldOwner(&metrics.CountingClient{Client: d.Client, Writes: writes}, FieldOwner),
+		Client:    client.WithFieldOwner(&metrics.CountingClient{Client: d.Client, Writes: writes, Reads: reads}, FieldOwner),
 		Writes:    writes,
-		APIReader: d.APIReader,
+		APIReader: &metrics.CountingReader{Reader: d.APIReader, Reads: reads, Source: metrics.ReadFromAPIServer},
 		Discovery: d.Discovery,
 		Recorder:  d.Recorder,
 		Clock:     o.Clock,

@@ -19,18 +19,25 @@ import (
 
 // targets decides the values the migration writes: the spec's overrides,
 // else what the cluster already holds (so nothing is changed that was not
-// asked for), else what is detected; once per spec generation. A value that
-// cannot be found, or an API server address that fails its proof, stops the
+// asked for), else what is detected. They are decided again when what they
+// were decided from changes (targetsDigests): spec.serviceCIDRs or
+// spec.apiServer, or, before the first change, the values the cluster
+// holds; a spec edit of anything else keeps them. A value that cannot be
+// found, or an API server address that fails its proof, stops the
 // migration before it is written.
 type targets struct{ *Reconciler }
 
 func (r targets) reconcile(ctx context.Context, s *scope) Outcome {
-	if t := s.wr.Status.Targets; t != nil && t.Generation == s.wr.Generation {
-		return done()
-	}
 	existing, err := calico.GetServicesEndpoint(ctx, r.Client)
 	if err != nil {
 		return failed(err)
+	}
+	spec, cluster, err := targetsDigests(s, existing)
+	if err != nil {
+		return failed(err)
+	}
+	if t := s.wr.Status.Targets; t != nil && resolvedFor(s, t, spec, cluster) {
+		return done()
 	}
 	t, err := detect.Targets(ctx, r.APIReader, s.wr.Spec, s.inst, existing)
 	if errors.Is(err, detect.ErrNotFound) {
@@ -43,7 +50,7 @@ func (r targets) reconcile(ctx context.Context, s *scope) Outcome {
 	if !o.Done() {
 		return o
 	}
-	t.Generation = s.wr.Generation
+	t.Generation, t.InputDigest, t.ClusterDigest = s.wr.Generation, spec, cluster
 	s.wr.Status.Targets = t
 
 	if (detect.Endpoint{Host: t.APIServerHost}).IsAddress() {
@@ -54,6 +61,23 @@ func (r targets) reconcile(ctx context.Context, s *scope) Outcome {
 			fmt.Sprintf("%s is a DNS name: a fresh Calico install can deadlock waiting for DNS (tigera/operator#3615); prefer an address in spec.apiServer.host%s", t.APIServerHost, proven))
 	}
 	return done()
+}
+
+// resolvedFor says whether t were resolved from the spec fields and cluster
+// values whose digests are spec and cluster. Once the migration goes on from
+// its record, the cluster holds the values it wrote, or someone's revert of
+// them, which is the steps' to see: only the spec moves the targets then.
+// Targets resolved by a winready that keyed them on the spec's generation
+// stand for that generation and get the digests.
+func resolvedFor(s *scope, t *v1alpha1.Targets, spec, cluster string) bool {
+	switch {
+	case t.InputDigest == "" && t.Generation == s.wr.Generation:
+		t.InputDigest, t.ClusterDigest = spec, cluster
+		return true
+	case t.InputDigest != spec:
+		return false
+	}
+	return s.adopted() || t.ClusterDigest == cluster
 }
 
 // proveAPIServer proves the address winready is about to write into the

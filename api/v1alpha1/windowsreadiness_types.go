@@ -603,8 +603,18 @@ type RoundState struct {
 // ProbeStatus is the outcome of a round of the UDP 4789 probe.
 type ProbeStatus struct {
 	RoundState `json:",inline"`
-	// Generation is the spec generation the round ran for.
+	// Generation is the spec generation the round started at. Kept for
+	// readers of older statuses: a round is keyed on InputDigest, so a spec
+	// edit of other fields (paused, approvedSteps, acknowledge...) does not
+	// probe again.
 	Generation int64 `json:"generation"`
+	// InputDigest is a digest of the spec fields the round ran for
+	// (spec.preflight.extraTargets and probeTimeout): a change probes again.
+	// A Linux node that joined since the round began does too, once the
+	// round is over.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	InputDigest string `json:"inputDigest,omitempty"`
 	// Skipped records spec.preflight.skipNetworkProbe, acknowledged by a person.
 	// +optional
 	Skipped bool `json:"skipped,omitempty"`
@@ -754,6 +764,20 @@ type PreflightStatus struct {
 	// show: a check run again with the same verdicts leaves it as it was.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// InputDigest is a digest of what the checks were last run on, as read
+	// from winready's cache: Installation default's spec, labels,
+	// annotations and Calico version, Installation overlay, the Nodes'
+	// names, OS and role labels and VXLAN tunnel addresses, the
+	// services-endpoint ConfigMap's address, the calico-system DaemonSets'
+	// generations, and spec.preflight.acknowledge, spec.windowsNodes.expected
+	// and spec.apiServer. The checks are run again, reading the cluster past
+	// the cache, when it changes, on a new value of the rerun-preflight
+	// annotation, after a failed check, and once the verdict is older than
+	// the preflight's retry interval (5 minutes), for what the cache does not
+	// hold (IP pools, policies, BGP peers, IPAM blocks, other DaemonSets).
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	InputDigest string `json:"inputDigest,omitempty"`
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
@@ -764,8 +788,26 @@ type PreflightStatus struct {
 // Targets are the values the migration writes, from the spec's overrides,
 // else what the cluster already holds, else what was detected.
 type Targets struct {
-	// Generation is the spec generation these targets were resolved for.
+	// Generation is the spec generation these targets were last resolved
+	// at. Kept for readers of older statuses: the targets are keyed on
+	// InputDigest and ClusterDigest, so a spec edit of other fields (paused,
+	// approvedSteps, acknowledge...) leaves them, and this, as they were.
 	Generation int64 `json:"generation"`
+	// InputDigest is a digest of the spec fields the targets were resolved
+	// from (serviceCIDRs, apiServer): a change resolves them again. Empty in
+	// targets resolved by a winready that keyed them on Generation.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	InputDigest string `json:"inputDigest,omitempty"`
+	// ClusterDigest is a digest of the values the cluster held that the
+	// targets were taken from where the spec sets none (the Installation's
+	// spec.serviceCIDRs, the services-endpoint ConfigMap's address). Before
+	// the first change a new value there resolves the targets again; after
+	// it those objects hold what the migration wrote, and only the spec
+	// moves the targets.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	ClusterDigest string `json:"clusterDigest,omitempty"`
 	// APIServerHost and APIServerPort go into kubernetes-services-endpoint.
 	APIServerHost string `json:"apiServerHost"`
 	APIServerPort string `json:"apiServerPort"`

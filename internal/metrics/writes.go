@@ -25,7 +25,7 @@ var registerOnce sync.Once
 // the manager serves.
 func Register() {
 	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(apiWrites, phase, stepDuration, probeFailingPairs, blocked)
+		crmetrics.Registry.MustRegister(apiWrites, reads, phase, stepDuration, probeFailingPairs, blocked)
 		crmetrics.Registry.MustRegister(rolloutCollectors...)
 		crmetrics.Registry.MustRegister(buildInfo, lastProgress, progressDeadline, windowsNodes, calicoNodeIgnored, passes)
 	})
@@ -81,10 +81,12 @@ func (w *WriteCounter) Total() int {
 	return total
 }
 
-// CountingClient counts every write the API server accepted.
+// CountingClient counts every write the API server accepted, and every read
+// when Reads is set (reads.go).
 type CountingClient struct {
 	client.Client
 	Writes *WriteCounter
+	Reads  *ReadCounter
 }
 
 func (c *CountingClient) count(obj client.Object, verb string, err error) error {

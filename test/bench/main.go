@@ -43,6 +43,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/internal/rollout"
 	"github.com/winready/winready/test/auditlog"
 	"github.com/winready/winready/test/calicosim"
@@ -305,6 +306,13 @@ func seed(ctx context.Context, c client.Client, n int) error {
 func clean(ctx context.Context, c client.Client) error {
 	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
 	if err := client.IgnoreNotFound(c.Delete(ctx, wr)); err != nil {
+		return err
+	}
+	// The record of the originals outlives its WindowsReadiness: left
+	// there, the next size's migration would stop on a record it did not
+	// write.
+	rec := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: record.Name}}
+	if err := client.IgnoreNotFound(c.Delete(ctx, rec)); err != nil {
 		return err
 	}
 	// Thousands of nodes go in one collection delete, not one request each

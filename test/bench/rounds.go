@@ -60,6 +60,60 @@ type roundResult struct {
 	largest int
 	refused string
 	outcome string
+	// passes are winready's passes from the WindowsReadiness's creation to
+	// both rounds done, and what they read and wrote (the same for both
+	// rows of a size).
+	passes passCosts
+}
+
+// passCosts are the passes of a stretch of winready's work and their reads
+// and writes: reads as winready counts them (winready_reads_total), through
+// its cache and past it; writes as the API server's audit log records them
+// (winready's status writes included).
+type passCosts struct {
+	passes                   int
+	cached, pastCache, nodes float64
+	writes                   int
+}
+
+// passCounters reads winready's counters of passes and reads; a counter
+// with no sample yet reads 0.
+func passCounters(op *winready) passCosts {
+	read := func(name, match string) float64 {
+		v, _ := op.metric(name, match)
+		return v
+	}
+	return passCosts{
+		passes:    int(read("controller_runtime_reconcile_total", `controller="windowsreadiness"`)),
+		cached:    read("winready_reads_total", `source="cache"`),
+		pastCache: read("winready_reads_total", `source="apiserver"`),
+		nodes:     read("winready_reads_total", `kind="Node",source="apiserver",verb="list"`),
+	}
+}
+
+// since is what the passes cost after before; writes are counted apart.
+func (c passCosts) since(before passCosts) passCosts {
+	return passCosts{passes: c.passes - before.passes, cached: c.cached - before.cached,
+		pastCache: c.pastCache - before.pastCache, nodes: c.nodes - before.nodes}
+}
+
+// perPass is v per pass of c.
+func (c passCosts) perPass(v float64) float64 {
+	if c.passes == 0 {
+		return 0
+	}
+	return v / float64(c.passes)
+}
+
+// winreadyWrites counts winready's write requests in the audit log.
+func winreadyWrites(events []auditEvent) int {
+	n := 0
+	for _, ev := range events {
+		if ev.User.Username == "winready" && (isWrite(ev.Verb) || ev.Verb == "deletecollection") {
+			n++
+		}
+	}
+	return n
 }
 
 // seedRounds seeds n Linux nodes named with nameLen characters (0: linux-N),
@@ -143,6 +197,7 @@ func measureRoundsWith(ctx context.Context, cfg config, b bench, f *fleet, nodes
 	if err != nil {
 		return nil, err
 	}
+	passesBefore := passCounters(op)
 	w, err := b.c.Watch(ctx, &v1alpha1.WindowsReadinessList{})
 	if err != nil {
 		return nil, err
@@ -159,6 +214,7 @@ func measureRoundsWith(ctx context.Context, cfg config, b bench, f *fleet, nodes
 	if err != nil {
 		return nil, err
 	}
+	passes := passCounters(op).since(passesBefore)
 	after, err := serverBytes(ctx, b.restCfg)
 	if err != nil {
 		return nil, err
@@ -173,8 +229,10 @@ func measureRoundsWith(ctx context.Context, cfg config, b bench, f *fleet, nodes
 		roundCosts("pod check", check, baselineDone, f.bytes(podCheckAgents)),
 	}
 	results[0].agentReads, results[1].agentReads = f.reads(probeAgents), f.reads(podCheckAgents)
+	passes.writes = winreadyWrites(events)
 	for i := range results {
 		results[i].nodes, results[i].nameLen, results[i].outcome = n, len(nodes[0].Name), outcome
+		results[i].passes = passes
 	}
 	// Both rounds' reads, as the API server counts them.
 	results[0].serverBytes = after - before
@@ -492,6 +550,19 @@ func reportRounds(cfg config, results []roundResult) {
 			r.wall.Round(100*time.Millisecond), float64(r.managerWrites+r.agentWrites)/float64(r.nodes), r.managerWrites,
 			r.agentWrites, r.deletes, mib(r.agentBytes), float64(r.agentBytes)/float64(r.nodes), mib(r.agentReads),
 			float64(r.agentReads)/float64(r.nodes), server, largest, bounded(r.outcome, 120))
+	}
+	_ = tw.Flush()
+	fmt.Printf("\nwinready's passes while the rounds ran (from the WindowsReadiness's creation to both rounds done): reads as winready\n" +
+		"counts them (through its cache, past it; Node lists past the cache of which), writes as the audit log records them\n\n")
+	tw = tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "nodes\tpasses\tcached reads/pass\treads past the cache/pass\tNode lists past the cache\twrites/pass\t")
+	for _, r := range results {
+		if r.check != results[0].check {
+			continue
+		}
+		p := r.passes
+		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.0f\t%.1f\t\n", r.nodes, p.passes, p.perPass(p.cached), p.perPass(p.pastCache), p.nodes,
+			p.perPass(float64(p.writes)))
 	}
 	_ = tw.Flush()
 	_ = cfg

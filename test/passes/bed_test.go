@@ -21,6 +21,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/internal/podcheck"
 	"github.com/winready/winready/internal/probe"
 	"github.com/winready/winready/internal/record"
@@ -47,6 +48,9 @@ type inlineBed struct {
 	clock  *clocktesting.FakeClock
 	events *eventLog
 	c      *mirrorClient
+	// reads counts winready's reads through its client and its API reader
+	// (metrics.ReadCounter), across restarts.
+	reads *metrics.ReadCounter
 
 	result ctrl.Result
 	passes int
@@ -71,7 +75,7 @@ func driveInline(cl calicosim.Cluster) *inlineBed {
 	c := newMirror(api)
 	// The spec's own reads and writes go through the mirror too.
 	k8s, on = c, look.On(ctx, c)
-	b := &inlineBed{clock: clocktesting.NewFakeClock(time.Now()), events: &eventLog{}, c: c}
+	b := &inlineBed{clock: clocktesting.NewFakeClock(time.Now()), events: &eventLog{}, c: c, reads: metrics.NewReadCounter(scheme)}
 	// No pacing: what the specs here assert follows from the order of the
 	// writes, which the rollout's and the status's delays do not change.
 	b.calico = calicosim.NewInline(c, b.clock, calicosim.Options{RolloutStep: -1, StatusLag: -1}, probeNamespace)
@@ -90,7 +94,7 @@ func driveInline(cl calicosim.Cluster) *inlineBed {
 // earlier passes.
 func (b *inlineBed) newReconciler() *controllers.Reconciler {
 	return controllers.NewReconciler(controllers.Deps{Client: b.c, APIReader: b.c,
-		Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Recorder: b.events}, scheme,
+		Discovery: discovery.NewDiscoveryClientForConfigOrDie(cfg), Recorder: b.events, Reads: b.reads}, scheme,
 		controllers.Options{Namespace: operatorNamespace, ProbeNamespace: probeNamespace, ProbeImage: probeImage, Clock: b.clock})
 }
 
@@ -151,13 +155,24 @@ func reconcileUntil[T any](b *inlineBed, actual func() T, matcher types.GomegaMa
 			return
 		}
 		if !b.wake() {
-			Expect(actual()).To(matcher, append(description, fmt.Sprintf("nothing wakes winready any more after %d passes; its status: %q",
-				b.passes, on.WR().Status.Message))...)
+			why := fmt.Sprintf("nothing wakes winready any more after %d passes; its status: %q", b.passes, on.WR().Status.Message)
+			if len(description) > 0 {
+				why = describe(description) + "; " + why
+			}
+			Expect(actual()).To(matcher, why)
 			return
 		}
 		b.pass()
 	}
 	Fail(fmt.Sprintf("not reached after %d passes: %s", maxPasses, matcher.FailureMessage(actual())))
+}
+
+// describe is a Gomega description: a format and its arguments, or values.
+func describe(description []any) string {
+	if format, ok := description[0].(string); ok {
+		return fmt.Sprintf(format, description[1:]...)
+	}
+	return fmt.Sprint(description...)
 }
 
 // rest runs passes until nothing wakes winready within horizon: it has
