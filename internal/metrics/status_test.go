@@ -18,7 +18,7 @@ import (
 // TestPhaseGaugeCoversTheEnum compares the phases the gauge reports with the
 // CRD's enum of status.phase, so that a new phase cannot read as all zeros.
 func TestPhaseGaugeCoversTheEnum(t *testing.T) {
-	src, err := os.ReadFile("../../api/v1alpha1/windowsreadiness_types.go")
+	src, err := os.ReadFile("../../api/v1alpha1/phase_steps_types.go")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 // does not carry it (the items take StepName's own enum of six): the plugin
 // refuses the other three itself.
 func TestApprovableStepsAreTheMarkersOnApprovedSteps(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "api", "v1alpha1", "windowsreadiness_types.go"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "api", "v1alpha1", "spec_types.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package preflight
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -582,6 +583,33 @@ func TestEvaluate(t *testing.T) {
 				t.Fatalf("%s: message of %d characters, above the status bound of %d", tc.check, n, maxMessage)
 			}
 		})
+	}
+}
+
+// TestEvaluateOrder pins the checks Evaluate reports and their order, with
+// the projectcalico.org/v3 API served and without it.
+func TestEvaluateOrder(t *testing.T) {
+	for _, tc := range []struct {
+		served bool
+		want   []string
+	}{
+		{true, []string{CheckCalicoAPI, CheckProvider, CheckOverlay, CheckHelm, CheckCNI, CheckDataplane, CheckIPIPPools,
+			CheckIPv6Pools, CheckUnencapsulated, CheckLBPools, CheckForeignPools, CheckVXLANSettings, CheckBGPPeers,
+			CheckServiceAdverts, CheckAPIServer, CheckImageSet, CheckBlockSize, CheckKubeDNS, CheckNodePolicies, CheckBorrowed,
+			CheckCalicoVersion, CheckLinuxWorkers, CheckAffinityCapacity, CheckIPAMCapacity, CheckKubeProxy, CheckLinuxOnlyDS}},
+		{false, []string{CheckCalicoAPI, CheckProvider, CheckOverlay, CheckHelm, CheckCNI, CheckDataplane, CheckIPIPPools,
+			CheckIPv6Pools, CheckUnencapsulated, CheckLBPools, CheckAPIServer, CheckImageSet, CheckBlockSize, CheckKubeDNS,
+			CheckNodePolicies, CheckBorrowed, CheckCalicoVersion, CheckLinuxWorkers, CheckKubeProxy, CheckLinuxOnlyDS}},
+	} {
+		in := healthy()
+		in.CalicoAPIServed = tc.served
+		var got []string
+		for _, c := range Evaluate(in, v1alpha1.PreflightSpec{}) {
+			got = append(got, c.Name)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("served %t: got checks\n%v\nwant\n%v", tc.served, got, tc.want)
+		}
 	}
 }
 
