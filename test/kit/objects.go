@@ -34,17 +34,17 @@ func GetWindowsReadiness(ctx context.Context, c client.Reader) (*v1alpha1.Window
 }
 
 // UpdateWindowsReadiness changes the WindowsReadiness "default" with mutate,
-// reading it again and retrying when another writer (winready's status)
-// got there first.
+// sent as a merge patch of what mutate changed: winready writes the status
+// on every pass, and a whole-object update guarded by the resourceVersion
+// would race each of those writes (under load, every retry lost to one).
 func UpdateWindowsReadiness(ctx context.Context, c client.Client, mutate func(*v1alpha1.WindowsReadiness)) error {
-	return retry.RetryOnConflict(updateBackoff, func() error {
-		wr, err := GetWindowsReadiness(ctx, c)
-		if err != nil {
-			return err
-		}
-		mutate(wr)
-		return c.Update(ctx, wr)
-	})
+	wr, err := GetWindowsReadiness(ctx, c)
+	if err != nil {
+		return err
+	}
+	base := wr.DeepCopy()
+	mutate(wr)
+	return c.Patch(ctx, wr, client.MergeFrom(base))
 }
 
 // ForgetWindowsReadiness deletes the WindowsReadiness "default" with no
