@@ -47,6 +47,7 @@ import (
 	"github.com/winready/winready/internal/rollout"
 	"github.com/winready/winready/test/auditlog"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit"
 )
 
 const operatorNamespace = "winready-system"
@@ -304,8 +305,9 @@ func seed(ctx context.Context, c client.Client, n int) error {
 }
 
 func clean(ctx context.Context, c client.Client) error {
-	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
-	if err := client.IgnoreNotFound(c.Delete(ctx, wr)); err != nil {
+	// winready is stopped between sizes: its finalizer and claims are
+	// lifted here, as it would lift them.
+	if err := kit.ForgetWindowsReadiness(ctx, c, operatorNamespace); err != nil {
 		return err
 	}
 	// The record of the originals outlives its WindowsReadiness: left
