@@ -5,7 +5,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/test/calicosim"
 )
 
@@ -26,15 +29,40 @@ var _ = Describe("The simulated DaemonSet controller", func() {
 		Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
 		Expect(sim.Rollouts("calico-system", "calico-node")).To(BeZero(), "no template change, no rollout")
 
-		patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
+		// Every status the API server stores is seen through a watch: a
+		// poll, slow on a loaded machine, can miss a round's 150 ms.
+		wc, err := client.NewWithWatch(cfg, client.Options{Scheme: calico.NewScheme()})
+		Expect(err).NotTo(HaveOccurred())
+		w, err := wc.Watch(ctx, &appsv1.DaemonSetList{}, client.InNamespace("calico-system"),
+			client.MatchingFields{"metadata.name": "calico-node"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(w.Stop)
 		var most int32
+		seen := map[string]bool{}
+		peak := func() int32 {
+			for {
+				select {
+				case ev := <-w.ResultChan():
+					if ds, ok := ev.Object.(*appsv1.DaemonSet); ok {
+						most = max(most, ds.Status.NumberUnavailable)
+						seen[ds.ResourceVersion] = true
+					}
+				default:
+					return most
+				}
+			}
+		}
+		patchInstallation(`[{"op":"replace","path":"/spec/calicoNetwork/bgp","value":"Disabled"}]`)
 		Eventually(func(g Gomega) {
-			ds := daemonSet("calico-node")
-			most = max(most, ds.Status.NumberUnavailable)
+			peak()
 			ok, why, err := calicosim.Settled(ctx, k8s)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(ok).To(BeTrue(), why)
 		}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
+		// The watch delivers in order: once it has shown the settled
+		// DaemonSet, it has shown every state before it.
+		settled := daemonSet("calico-node").ResourceVersion
+		Eventually(func() bool { peak(); return seen[settled] }).WithPolling(poll).WithTimeout(settleTimeout).Should(BeTrue())
 		Expect(most).To(BeEquivalentTo(3), "half of 6 nodes at a time, never more")
 		Expect(sim.Rollouts("calico-system", "calico-node")).To(And(HaveField("Rollouts", 1), HaveField("Replacements", 6),
 			HaveField("MostUnavailable", 3), HaveField("PerNode", And(HaveLen(6), HaveEach(1)))), "each node replaced once")
