@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"sync"
 
@@ -51,13 +52,7 @@ func (r *ReadCounter) add(source, verb string, obj runtime.Object) {
 		// from the API server.
 		source = ReadFromAPIServer
 	}
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	if kind == "" && r.scheme != nil {
-		if gvks, _, err := r.scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
-			kind = gvks[0].Kind
-		}
-	}
-	kind = strings.TrimSuffix(kind, "List")
+	kind := strings.TrimSuffix(kindName(r.scheme, obj), "List")
 	reads.WithLabelValues(source, verb, kind).Inc()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -69,11 +64,7 @@ func (r *ReadCounter) add(source, verb string, obj runtime.Object) {
 func (r *ReadCounter) Snapshot() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string]int, len(r.counts))
-	for k, v := range r.counts {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(r.counts)
 }
 
 // Total is the number of reads so far answered from source.

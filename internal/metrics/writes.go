@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,12 +45,7 @@ func NewWriteCounter(scheme *runtime.Scheme) *WriteCounter {
 }
 
 func (w *WriteCounter) add(obj client.Object, verb string) {
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	if kind == "" {
-		if gvks, _, err := w.scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
-			kind = gvks[0].Kind
-		}
-	}
+	kind := kindName(w.scheme, obj)
 	apiWrites.WithLabelValues(verb, kind).Inc()
 	key := kind + " " + verb
 	if ns := obj.GetNamespace(); ns != "" {
@@ -65,11 +61,18 @@ func (w *WriteCounter) add(obj client.Object, verb string) {
 func (w *WriteCounter) Snapshot() map[string]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make(map[string]int, len(w.counts))
-	for k, v := range w.counts {
-		out[k] = v
+	return maps.Clone(w.counts)
+}
+
+// kindName is obj's kind: its type meta's, else the one scheme names.
+func kindName(scheme *runtime.Scheme, obj runtime.Object) string {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" && scheme != nil {
+		if gvks, _, err := scheme.ObjectKinds(obj); err == nil && len(gvks) > 0 {
+			kind = gvks[0].Kind
+		}
 	}
-	return out
+	return kind
 }
 
 // Total is the number of writes so far.

@@ -15,8 +15,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	operatorv1 "github.com/tigera/operator/api/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,21 +136,7 @@ func setWR(mutate ...func(*v1alpha1.WindowsReadiness)) {
 // on what a spec wrote for real lifted first (a write to a claimed object
 // needs the WindowsReadiness), then its finalizers.
 func noWR() {
-	wr := &v1alpha1.WindowsReadiness{}
-	err := k8s.Get(ctx, client.ObjectKey{Name: "default"}, wr)
-	if apierrors.IsNotFound(err) {
-		return
-	}
-	Expect(err).NotTo(HaveOccurred())
-	unclaimAll()
-	if len(wr.Finalizers) > 0 {
-		wr.Finalizers = nil
-		Expect(k8s.Update(ctx, wr)).To(Succeed())
-	}
-	Expect(client.IgnoreNotFound(k8s.Delete(ctx, wr))).To(Succeed())
-	Eventually(func() bool {
-		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "default"}, &v1alpha1.WindowsReadiness{}))
-	}).Should(BeTrue())
+	Expect(kit.ForgetWindowsReadiness(ctx, k8s, systemNS)).To(Succeed())
 }
 
 // forgeStatus writes WindowsReadiness default's status as the manager's token
@@ -178,19 +162,7 @@ func refusedBy(policy string) OmegaMatcher {
 // unclaimAll lifts winready's claim from every object that may carry it, as
 // an admin, while WindowsReadiness default exists.
 func unclaimAll() {
-	for _, obj := range []client.Object{
-		&operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName}},
-		servicesEndpoint(nil),
-		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: "winready-originals"}},
-	} {
-		err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		Expect(err).NotTo(HaveOccurred())
-		Expect(calico.Unclaim(ctx, k8s, obj)).To(Succeed(), "lifting the claim of %T", obj)
-	}
+	Expect(kit.LiftClaims(ctx, k8s, systemNS)).To(Succeed())
 }
 
 // claimed puts winready's claim on obj, as every write of the manager's

@@ -59,25 +59,8 @@ func ForgetWindowsReadiness(ctx context.Context, c client.Client, recordNamespac
 	} else if err != nil {
 		return err
 	}
-	for _, obj := range []client.Object{
-		&operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: calico.OperatorNamespace, Name: calico.ServicesEndpointConfigMap}},
-		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: recordNamespace, Name: "winready-originals"}},
-	} {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); apierrors.IsNotFound(err) {
-			continue
-		} else if err != nil {
-			return err
-		}
-		if err := retry.OnError(updateBackoff, func(err error) bool { return errors.Is(err, calico.ErrGuardFailed) }, func() error {
-			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-				return client.IgnoreNotFound(err)
-			}
-			return client.IgnoreNotFound(calico.Unclaim(ctx, c, obj))
-		}); err != nil {
-			return err
-		}
+	if err := LiftClaims(ctx, c, recordNamespace); err != nil {
+		return err
 	}
 	if len(wr.Finalizers) > 0 {
 		if err := UpdateWindowsReadiness(ctx, c, func(wr *v1alpha1.WindowsReadiness) { wr.Finalizers = nil }); err != nil {
@@ -91,6 +74,29 @@ func ForgetWindowsReadiness(ctx context.Context, c client.Client, recordNamespac
 		_, err := GetWindowsReadiness(ctx, c)
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+}
+
+// LiftClaims lifts winready's claim, as an admin, from every object that may
+// carry it: the Installation, the services endpoint, calico-node and the
+// record in recordNamespace. A write to a claimed object needs the
+// WindowsReadiness, so this comes while it exists.
+func LiftClaims(ctx context.Context, c client.Client, recordNamespace string) error {
+	for _, obj := range []client.Object{
+		&operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: calico.OperatorNamespace, Name: calico.ServicesEndpointConfigMap}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: calico.SystemNamespace, Name: calico.NodeDaemonSet}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: recordNamespace, Name: "winready-originals"}},
+	} {
+		if err := retry.OnError(updateBackoff, func(err error) bool { return errors.Is(err, calico.ErrGuardFailed) }, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			return client.IgnoreNotFound(calico.Unclaim(ctx, c, obj))
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LiftWindowsNodeGate switches the Windows join gate off, both halves: the
