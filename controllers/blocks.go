@@ -4,6 +4,7 @@ import (
 	"context"
 
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,6 +24,9 @@ func stripCached(obj any) (any, error) {
 	obj, err := cache.TransformStripManagedFields()(obj)
 	if err != nil {
 		return obj, err
+	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		return calicoNodePodOnly(p), nil
 	}
 	return blockAffinityOnly(obj)
 }

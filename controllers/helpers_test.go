@@ -59,6 +59,8 @@ func resetCluster(op *operator) {
 		Namespace: operatorNamespace, Name: record.Name}}))).To(Succeed())
 	sim.ClearFault()
 	sim.ReleaseRollouts()
+	sim.SetRolloutStep(0)
+	sim.PodChecks().Reset()
 	agents.Reset()
 	// A probe round or pod network check round the spec left running goes
 	// with it: the stopped operator no longer removes them, and envtest has

@@ -63,7 +63,7 @@ func (calicoNodeHold) prepare(ctx context.Context, w walk, s *scope, t *stepTurn
 	return w.holdCalicoNode(ctx, s, t.in, &t.batch)
 }
 
-func (calicoNodeHold) prove(context.Context, walk, *scope, v1alpha1.StepName, v1alpha1.Direction) Outcome {
+func (calicoNodeHold) prove(context.Context, walk, *scope, *stepTurn) Outcome {
 	return done()
 }
 

@@ -55,8 +55,9 @@ func (podNetworkCheck) join(*scope, *stepTurn) {}
 
 func (podNetworkCheck) prepare(context.Context, walk, *scope, *stepTurn) error { return nil }
 
-func (podNetworkCheck) prove(ctx context.Context, w walk, s *scope, step v1alpha1.StepName, dir v1alpha1.Direction) Outcome {
-	if _, ok := disruptive[step]; !ok || dir != v1alpha1.DirectionMigrate {
+func (podNetworkCheck) prove(ctx context.Context, w walk, s *scope, t *stepTurn) Outcome {
+	step := t.step.Name()
+	if _, ok := disruptive[step]; !ok || t.in.Direction != v1alpha1.DirectionMigrate {
 		return done()
 	}
 	return podCheck{w.Reconciler, step}.reconcile(ctx, s)
@@ -185,13 +186,9 @@ func podCheckLabel(trigger v1alpha1.StepName) string {
 func (r podCheck) collect(ctx context.Context, s *scope, rd *v1alpha1.PodCheckRound) Outcome {
 	trigger := v1alpha1.StepName(rd.Trigger)
 	e, spec := r.engine(s, round.ID(rd.Round), round.TokenOfState(&rd.RoundState))
-	progress, err := e.Advance(ctx, s.now, spec, &rd.RoundState)
+	progress, err := advanceCheck(ctx, s, e, spec, rd)
 	if err != nil {
 		return failed(err)
-	}
-	if progress.Unpaired != nil || progress.NoneServed {
-		// The Linux nodes whose pod did not serve in time.
-		rd.Missing = round.FirstListed(progress.Unpaired)
 	}
 	switch {
 	case progress.NoneServed:
@@ -237,6 +234,19 @@ func (r podCheck) collect(ctx context.Context, s *scope, rd *v1alpha1.PodCheckRo
 		return podCheckFailed(s, rd)
 	}
 	return done()
+}
+
+// advanceCheck moves a check round on (the engine's Advance) and notes the
+// Linux nodes whose pod did not serve in time.
+func advanceCheck(ctx context.Context, s *scope, e *podcheck.Engine, spec round.Spec[podcheck.Params], rd *v1alpha1.PodCheckRound) (round.Progress, error) {
+	progress, err := e.Advance(ctx, s.now, spec, &rd.RoundState)
+	if err != nil {
+		return progress, err
+	}
+	if progress.Unpaired != nil || progress.NoneServed {
+		rd.Missing = round.FirstListed(progress.Unpaired)
+	}
+	return progress, nil
 }
 
 // noPodServed ends a round in which no check pod served: the check proves

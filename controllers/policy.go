@@ -45,6 +45,9 @@ func migrationBlocked(s *scope, step v1alpha1.StepName) Outcome {
 	if o := podCheckBlocked(s, step); !o.Done() {
 		return o
 	}
+	if o := canaryBlocked(s, step); !o.Done() {
+		return o
+	}
 	return calicoBlocked(s, step, v1alpha1.DirectionMigrate)
 }
 

@@ -75,8 +75,16 @@ func configMapChanged() predicate.Predicate {
 // podChanged passes a calico-node-windows pod's change of status, node or
 // deletion, which the join watch reports (its phase, readiness and what its
 // containers wait for). There is one such pod per Windows node.
+//
+// A calico-node pod's change passes when it becomes Ready or stops being
+// so, or runs another template: the canary waits for the first nodes on the
+// new calico-node (canary.go). A rollout wakes a pass about once a node.
 func podChanged() predicate.Predicate {
 	return updatesOnly(func(was, is *corev1.Pod) bool {
+		if is.Labels[CalicoNodePodLabel] == CalicoNodePodLabelValue {
+			return podReady(was) != podReady(is) || was.Spec.NodeName != is.Spec.NodeName ||
+				was.Labels[templateGenerationLabel] != is.Labels[templateGenerationLabel]
+		}
 		return was.Spec.NodeName != is.Spec.NodeName || !was.DeletionTimestamp.Equal(is.DeletionTimestamp) ||
 			!equality.Semantic.DeepEqual(was.Status, is.Status)
 	})

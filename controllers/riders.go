@@ -8,8 +8,9 @@ import (
 )
 
 // A rider is a concern that rides along with every step of the walk rather
-// than being a step of its own: the rollout speed (rolloutspeed.go), the hold
-// of calico-node (hold.go) and the pod network check (podcheck.go). Each
+// than being a step of its own: the rollout speed (rolloutspeed.go), the
+// canary (canary.go), the hold of calico-node (hold.go) and the pod network
+// check (podcheck.go). Each
 // implements the whole interface in its own file; a rider added later
 // implements it and joins riders, and the walk's stages (walk.go) call it
 // where a step's turn reaches each point.
@@ -21,10 +22,14 @@ type rider interface {
 	prepare(ctx context.Context, w walk, s *scope, t *stepTurn) error
 	// prove runs once the step has settled and its overlay holds; a result
 	// that is not done keeps the step from finishing.
-	prove(ctx context.Context, w walk, s *scope, step v1alpha1.StepName, dir v1alpha1.Direction) Outcome
+	prove(ctx context.Context, w walk, s *scope, t *stepTurn) Outcome
 	// plan adds the rider's changes to a dry run's plan.
 	plan(s *scope, in phase.Input, plan []v1alpha1.PlannedChange) []v1alpha1.PlannedChange
 }
 
+// A rider that also implements rolling (canary.go) is called while the
+// step's write rolls out, before the step has settled; an outcome that is
+// not done takes the place of the step's own wait.
+
 // riders ride along with every step, in this order at each point.
-var riders = []rider{rolloutSpeed{}, calicoNodeHold{}, podNetworkCheck{}}
+var riders = []rider{rolloutSpeed{}, rolloutCanary{}, calicoNodeHold{}, podNetworkCheck{}}

@@ -86,7 +86,12 @@ var _ = Describe("calico-node rollouts the migration forces", func() {
 		seed(calicosim.MainClusterOf(8))
 		sim.HoldRollouts()
 		op = startOperator(nil, nil)
-		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2)) })
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+			// With the rollouts held, a canary's nodes would never run the
+			// new calico-node, and the spec's pace would never be written.
+			wr.Spec.Rollout.Canary = ptr.To(intstr.FromInt32(0))
+		})
 		Eventually(maxUnavailable).Should(HaveValue(Equal(intstr.FromInt32(2))))
 
 		inst := on.Installation()

@@ -28,7 +28,7 @@ func (rolloutSpeed) join(s *scope, t *stepTurn) {
 
 func (rolloutSpeed) prepare(context.Context, walk, *scope, *stepTurn) error { return nil }
 
-func (rolloutSpeed) prove(context.Context, walk, *scope, v1alpha1.StepName, v1alpha1.Direction) Outcome {
+func (rolloutSpeed) prove(context.Context, walk, *scope, *stepTurn) Outcome {
 	return done()
 }
 

@@ -48,12 +48,18 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // CacheOptions caches only what the reconciler reads: DaemonSets of
-// calico-system, the services-endpoint ConfigMap (watched by name, which its
+// calico-system, the calico-node and calico-node-windows pods (calico-node's
+// stripped to their node, labels and readiness), the services-endpoint ConfigMap (watched by name, which its
 // name-scoped RBAC requires), the rounds' reports in probeNamespace (not
 // their plans), Nodes as metadata, IPAM blocks as their affinity alone, and
 // no managedFields anywhere. The record of the originals in the operator's
 // namespace is read past the cache.
 func CacheOptions(probeNamespace string) cache.Options {
+	apps, err := labels.NewRequirement(windows.PodLabel, selection.In, []string{windows.PodLabelValue, CalicoNodePodLabelValue})
+	if err != nil {
+		panic(err) // constant labels
+	}
+	calicoNodePods := labels.NewSelector().Add(*apps)
 	reports, err := labels.NewRequirement(round.ReportLabel, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant label key
@@ -62,8 +68,7 @@ func CacheOptions(probeNamespace string) cache.Options {
 		DefaultTransform: stripCached,
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.DaemonSet{}: {Namespaces: map[string]cache.Config{calico.SystemNamespace: {}}},
-			&corev1.Pod{}: {Namespaces: map[string]cache.Config{calico.SystemNamespace: {
-				LabelSelector: labels.SelectorFromSet(labels.Set{windows.PodLabel: windows.PodLabelValue})}}},
+			&corev1.Pod{}:       {Namespaces: map[string]cache.Config{calico.SystemNamespace: {LabelSelector: calicoNodePods}}},
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{
 				calico.OperatorNamespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", calico.ServicesEndpointConfigMap)},
 				probeNamespace:           {LabelSelector: labels.NewSelector().Add(*reports)},
@@ -210,7 +215,8 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.DaemonSet{}, r.wakes.handler("DaemonSet"), builder.WithPredicates(daemonSetChanged())).
 		Watches(&corev1.ConfigMap{}, r.wakes.handler("ConfigMap"), builder.WithPredicates(configMapChanged())).
 		WatchesMetadata(&corev1.Node{}, r.wakes.handler("Node"), builder.WithPredicates(predicate.Or(windowsNodeChanged(), windowsNodeUpdated(), tunnelAddressAppeared()))).
-		// The calico-node-windows pods, as CacheOptions selects them.
+		// The calico-node and calico-node-windows pods, as CacheOptions
+		// selects them.
 		Watches(&corev1.Pod{}, r.wakes.handler("Pod"), builder.WithPredicates(podChanged())).
 		Complete(r)
 }

@@ -99,7 +99,7 @@ var stages = []stage{
 	walk.gather,  // the later steps batched with it, and the riders' changes
 	walk.prepare, // the riders before the write (the hold of calico-node)
 	walk.write,   // the write, and the step read again
-	walk.settle,  // Calico applied it
+	walk.settle,  // Calico applied it (the riders while it rolls out: the canary)
 	walk.overlay, // an overlay keeps what the step wrote
 	walk.prove,   // the riders once it has settled (the pod network check)
 }
@@ -203,9 +203,16 @@ func (w walk) write(ctx context.Context, s *scope, t *stepTurn) Outcome {
 	return w.change(ctx, s, t.in, t.step, t.batch)
 }
 
-func (w walk) settle(_ context.Context, s *scope, t *stepTurn) Outcome {
+func (w walk) settle(ctx context.Context, s *scope, t *stepTurn) Outcome {
 	if ok, why := t.step.Settled(t.in); !ok {
 		s.steps().start(t.step.Name(), t.in.Direction)
+		for _, r := range riders {
+			if r, ok := r.(rolling); ok {
+				if o := r.rolling(ctx, w, s, t); !o.Done() {
+					return o
+				}
+			}
+		}
 		return waitingFor(why)
 	}
 	return done()
@@ -218,7 +225,7 @@ func (w walk) overlay(ctx context.Context, _ *scope, t *stepTurn) Outcome {
 // prove asks each rider whether the settled step is proven.
 func (w walk) prove(ctx context.Context, s *scope, t *stepTurn) Outcome {
 	for _, r := range riders {
-		if o := r.prove(ctx, w, s, t.step.Name(), t.in.Direction); !o.Done() {
+		if o := r.prove(ctx, w, s, t); !o.Done() {
 			return o
 		}
 	}

@@ -28,9 +28,9 @@ type PodPairResult struct {
 // (PlannedAt, Paired) once they serve.
 type PodCheckRound struct {
 	RoundState `json:",inline"`
-	// Trigger is Baseline (before the first change) or the step after which
-	// the round ran.
-	// +kubebuilder:validation:Enum=Baseline;Encapsulation;BGP;ServicesEndpoint
+	// Trigger is Baseline (before the first change), the step after which
+	// the round ran, or Canary (status.canary.round).
+	// +kubebuilder:validation:Enum=Baseline;Encapsulation;BGP;ServicesEndpoint;Canary
 	Trigger string `json:"trigger"`
 	// PodMTU is the MTU the pods reported.
 	// +optional
@@ -96,4 +96,61 @@ type PodNetworkCheckStatus struct {
 	// it (spec.podNetworkCheck.onFailure: Revert).
 	// +optional
 	Reverted StepName `json:"reverted,omitempty"`
+}
+
+// CanaryState is where the canary of a rollout stands.
+// +kubebuilder:validation:Enum=Rolling;Checking;Passed;Failed
+type CanaryState string
+
+const (
+	// CanaryRolling: calico-node rolls one node at a time until the
+	// canary's nodes run the new one.
+	CanaryRolling CanaryState = "Rolling"
+	// CanaryChecking: the pod network check runs between the canary's
+	// nodes and the nodes on the old calico-node.
+	CanaryChecking CanaryState = "Checking"
+	// CanaryPassed: the check passed; the rollout goes on at
+	// spec.rollout.maxUnavailable.
+	CanaryPassed CanaryState = "Passed"
+	// CanaryFailed: the check found the pod network worse; the changes that
+	// started the rollout are reverted and the migration stops.
+	CanaryFailed CanaryState = "Failed"
+)
+
+// CanaryStatus is the canary of one calico-node rollout.
+type CanaryStatus struct {
+	// Steps are the steps whose write started the rollout, the first the
+	// one whose turn made it.
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Steps []StepName `json:"steps,omitempty"`
+	// Direction is the direction of the write.
+	// +optional
+	Direction Direction `json:"direction,omitempty"`
+	// State is where the canary stands.
+	// +optional
+	State CanaryState `json:"state,omitempty"`
+	// Size is how many nodes the canary waits for.
+	// +optional
+	Size int32 `json:"size,omitempty"`
+	// FromTemplateGeneration is calico-node's template generation before the
+	// write: a pod of a later one runs the new calico-node.
+	// +optional
+	FromTemplateGeneration int64 `json:"fromTemplateGeneration,omitempty"`
+	// Slowed says winready set calico-node's maxUnavailable to 1 for the
+	// canary, to be raised to spec.rollout.maxUnavailable once it passes.
+	// +optional
+	Slowed bool `json:"slowed,omitempty"`
+	// Nodes are the canary's nodes: the first to run the new calico-node.
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+	// Round is the pod network check between the canary's nodes and the
+	// others.
+	// +optional
+	Round *PodCheckRound `json:"round,omitempty"`
+	// Reverted says the changes that started the rollout were taken back
+	// after a failed check.
+	// +optional
+	Reverted bool `json:"reverted,omitempty"`
 }

@@ -169,7 +169,28 @@ type RolloutSpec struct {
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : (self.matches('^[0-9]+%$') && int(self.replace('%', '')) >= 1 && int(self.replace('%', '')) <= 25)",message="must be a node count of at least 1, or a percentage from 1% to 25%: more would take the pod network from over a quarter of the nodes at once"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// Canary is how many nodes the rollout a change starts takes one at a
+	// time before the pod network check proves them: as soon as that many
+	// nodes run the new calico-node, the check runs between them and the
+	// nodes still on the old one, both ways, while the rollout goes on one
+	// node at a time. When the check passes, the rollout goes on at
+	// maxUnavailable; when it fails, winready reverts the changes that
+	// started the rollout (calico-node rolls back on the canary's nodes) and
+	// stops, naming the failing pairs. A node count, or a percentage of the
+	// Linux nodes calico-node runs on (rounded up); always fewer than all of
+	// them. 0 turns the canary off; unset is 3 nodes. The canary needs the
+	// pod network check (spec.podNetworkCheck), and, when
+	// spec.rollout.maxUnavailable is unset, an Installation that already
+	// rolls one node at a time.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : (self.matches('^[0-9]+%$') && int(self.replace('%', '')) <= 50)",message="must be a node count of 0 or more, or a percentage from 0% to 50%"
+	// +optional
+	Canary *intstr.IntOrString `json:"canary,omitempty"`
 }
+
+// DefaultCanaryNodes is the canary's size when spec.rollout.canary is unset.
+const DefaultCanaryNodes = 3
 
 // WindowsReadinessSpec is what the platform team asks for.
 // +kubebuilder:validation:XValidation:rule="!has(self.phaseTimeout) || !has(self.progressDeadline) || duration(self.phaseTimeout) == duration(self.progressDeadline)",message="phaseTimeout is the deprecated name of progressDeadline: set only progressDeadline, or both to the same value"

@@ -88,6 +88,11 @@ type WindowsReadinessStatus struct {
 	// +optional
 	PodNetworkCheck *PodNetworkCheckStatus `json:"podNetworkCheck,omitempty"`
 
+	// Canary is the canary of the last rollout a change started
+	// (spec.rollout.canary).
+	// +optional
+	Canary *CanaryStatus `json:"canary,omitempty"`
+
 	// WindowsNodes lists Nodes labelled kubernetes.io/os=windows (the first 50).
 	// +kubebuilder:validation:MaxItems=50
 	// +listType=set

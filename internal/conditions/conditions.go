@@ -92,6 +92,10 @@ const (
 	// ReasonRevertingStep: the pod network got worse after a step and
 	// spec.podNetworkCheck.onFailure is Revert: the step is being taken back.
 	ReasonRevertingStep = "RevertingStep"
+	// ReasonCanaryFailed: the pod network check between the canary's nodes
+	// (the first on the new calico-node) and the others failed; the changes
+	// that started the rollout were taken back.
+	ReasonCanaryFailed = "CanaryFailed"
 )
 
 // CalicoNodeManaged is False while calico-node carries the Tigera
@@ -128,6 +132,9 @@ const (
 	ReasonCalicoNodeReleased     = "CalicoNodeReleased"
 	ReasonRolloutSpeedRestored   = "RolloutSpeedRestored"
 	ReasonClaimsKept             = "ClaimsKept"
+	ReasonCanaryChecking         = "CanaryChecking"
+	ReasonCanaryPassed           = "CanaryPassed"
+	ReasonCanarySkipped          = "CanarySkipped"
 )
 
 // Effect is what a reason means for the migration when a step stops on it.
@@ -169,7 +176,8 @@ var catalogue = map[string]Effect{
 	ReasonNetworkProbeStarted: Informs, ReasonNetworkProbeStopped: Informs, ReasonNetworkProbePassed: Informs,
 	ReasonNetworkProbeSkipped: Informs, ReasonPodNetworkCheckStarted: Informs, ReasonPodNetworkCheckStopped: Informs,
 	ReasonPodNetworkChecked: Informs, ReasonCalicoNodeReleased: Informs, ReasonCalicoNodeIgnored: Informs, ReasonRolloutSpeedRestored: Informs,
-	ReasonClaimsKept:   Informs,
+	ReasonClaimsKept: Informs, ReasonCanaryChecking: Informs, ReasonCanaryPassed: Informs, ReasonCanarySkipped: Informs,
+	ReasonCanaryFailed: Stalls,
 	ReasonChecksPassed: Informs, ReasonChecksPassedWithWarnings: Informs, ReasonAllComponentsHealthy: Informs,
 	ReasonNoWindowsNodes: Informs, ReasonAddress: Informs, ReasonHostname: Informs,
 	ReasonOriginalsUnsafe: Informs, ReasonRecorded: Informs, ReasonRestoredFromRecord: Informs,

@@ -59,6 +59,48 @@ func (s RolloutSpeed) Faster(in Input) []calico.Change {
 		maxUnavailableOf(inst), valueOfIntOrString(*s.Want))
 }
 
+// One node at a time: the canary's pace.
+var oneNode = calico.Of(int64(1))
+
+// Canary lists the change that slows the rollout a change is about to cause
+// to one node at a time while a canary lasts, made in the same write as
+// Faster would be and in its place. ok says whether the canary can run at
+// all: the Installation holds the original or Want (not someone else's
+// value), calico-node rolls out by itself, and the pace after the canary is
+// one the manager may set (Want, or an Installation already at one node,
+// since without Want nothing would allow raising it again). No change is
+// listed when the Installation already rolls one node at a time.
+func (s RolloutSpeed) Canary(in Input) (changes []calico.Change, ok bool) {
+	inst := in.Cluster.Installation
+	if in.Originals == nil || in.Originals.NodeMaxUnavailable == nil ||
+		inst.Spec.NodeUpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
+		return nil, false
+	}
+	now := maxUnavailableOf(inst)
+	if !now.Present || now.Equal(oneNode) {
+		return nil, true
+	}
+	if s.Want == nil || (!now.Equal(recordedMaxUnavailable(in.Originals)) && !now.Equal(valueOfIntOrString(*s.Want))) {
+		return nil, false
+	}
+	return calico.FieldChange(calico.ObjectInstallation, calico.PathNodeMaxUnavailable, now, oneNode), true
+}
+
+// AfterCanary lists the change that puts the rollout at Want once a canary
+// has passed: from the canary's one node (set, or the operator's default
+// when absent), when the Installation still holds it.
+func (s RolloutSpeed) AfterCanary(in Input) []calico.Change {
+	now := maxUnavailableOf(in.Cluster.Installation)
+	if s.Want == nil || (now.Present && !now.Equal(oneNode)) {
+		return nil
+	}
+	want := valueOfIntOrString(*s.Want)
+	if want.Equal(oneNode) {
+		return nil
+	}
+	return calico.FieldChange(calico.ObjectInstallation, calico.PathNodeMaxUnavailable, now, want)
+}
+
 // recordedMaxUnavailable is the recorded original as the Installation holds it.
 func recordedMaxUnavailable(o *v1alpha1.Originals) calico.Value {
 	if rec := o.NodeMaxUnavailable; rec.Present {

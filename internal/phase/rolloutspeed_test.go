@@ -178,3 +178,63 @@ func TestRestoreLeavesAnOriginalWiderThanTheSpecsPace(t *testing.T) {
 		t.Errorf("an original of 5%% after 10%%: %v, want it put back", got)
 	}
 }
+
+func TestRolloutSpeedCanary(t *testing.T) {
+	one, three, ten, pct := intstr.FromInt32(1), intstr.FromInt32(3), intstr.FromInt32(10), intstr.FromString("10%")
+	recorded := func(v *intstr.IntOrString) *v1alpha1.Originals {
+		o := &v1alpha1.Originals{NodeMaxUnavailable: &v1alpha1.OriginalValue{}}
+		if v != nil {
+			o.NodeMaxUnavailable = &v1alpha1.OriginalValue{Present: true, Value: v.String()}
+		}
+		return o
+	}
+	cases := []struct {
+		name      string
+		cluster   *calico.Cluster
+		want      *intstr.IntOrString
+		originals *v1alpha1.Originals
+		ok        bool
+		canary    []string
+		after     []string // from the canary's pace
+	}{{
+		name: "a wider original is slowed to one node, then raised to the spec's", cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &three),
+		want: &ten, originals: recorded(&three), ok: true,
+		canary: []string{"spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable: 3 -> 1"},
+		after:  []string{"spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable: 1 -> 10"},
+	}, {
+		name: "the operator's default is already one node", cluster: withStrategy("", nil), want: &pct, originals: recorded(nil), ok: true,
+		after: []string{"spec.nodeUpdateStrategy.rollingUpdate.maxUnavailable: <absent> -> 10%"},
+	}, {
+		name: "one node and no spec pace: nothing to write either way", cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &one),
+		originals: recorded(&one), ok: true,
+	}, {
+		name: "a wider Installation pace and no spec pace: nothing may raise it again", cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &three),
+		originals: recorded(&three),
+	}, {
+		name: "OnDelete rolls nothing by itself", cluster: withStrategy(appsv1.OnDeleteDaemonSetStrategyType, nil), want: &ten, originals: recorded(nil),
+	}, {
+		name: "someone else's pace stays", cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &pct), want: &ten, originals: recorded(&three),
+	}, {
+		name: "no original recorded yet", cluster: withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &three), want: &ten,
+	}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := RolloutSpeed{Want: c.want}
+			in := Input{Cluster: c.cluster, Originals: c.originals}
+			changes, ok := s.Canary(in)
+			if ok != c.ok || strings.Join(speedLines(changes), "\n") != strings.Join(c.canary, "\n") {
+				t.Fatalf("Canary: %v %v, want %v %v", speedLines(changes), ok, c.canary, c.ok)
+			}
+			if !ok {
+				return
+			}
+			slowed := c.cluster
+			if len(changes) > 0 {
+				slowed = withStrategy(appsv1.RollingUpdateDaemonSetStrategyType, &one)
+			}
+			if got := speedLines(s.AfterCanary(Input{Cluster: slowed, Originals: c.originals})); strings.Join(got, "\n") != strings.Join(c.after, "\n") {
+				t.Fatalf("AfterCanary: %v, want %v", got, c.after)
+			}
+		})
+	}
+}

@@ -118,6 +118,9 @@ func seedAs(t *testing.T, manager string, mutate func(*v1alpha1.WindowsReadiness
 		},
 		Rollout: &v1alpha1.RolloutStatus{DaemonSet: "calico-system/calico-node", Updated: 2, Total: 5, Progress: "2/5",
 			PacePerNode: &metav1.Duration{Duration: 27 * time.Second}, EstimatedTimeLeft: &metav1.Duration{Duration: 81 * time.Second}},
+		Canary: &v1alpha1.CanaryStatus{Steps: []v1alpha1.StepName{v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint},
+			Direction: v1alpha1.DirectionMigrate, State: v1alpha1.CanaryChecking, Size: 2, Nodes: []string{"linux-0", "linux-1"},
+			Round: &v1alpha1.PodCheckRound{Trigger: "Canary"}},
 		Preflight: &v1alpha1.PreflightStatus{CompletedAt: at(-13), Checks: []v1alpha1.PreflightCheck{
 			{Name: "IPIPPools", Result: v1alpha1.CheckPass, Message: "no IPIP pool"},
 			{Name: "KubeDNS", Result: v1alpha1.CheckPass, Message: "Service kube-system/kube-dns exists"}}},

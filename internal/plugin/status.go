@@ -215,6 +215,9 @@ func describe(w io.Writer, wr *v1alpha1.WindowsReadiness, events []eventsv1.Even
 		}
 		t.line(1, false, "Rollout %s: %d/%d updated, %d unavailable, %s, %s", r.DaemonSet, r.Updated, r.Total, r.Unavailable, pace, left)
 	}
+	if c := st.Canary; c != nil {
+		describeCanary(t, c)
+	}
 	if pf := st.Preflight; pf != nil {
 		t.line(1, false, "%-25s %-6s %-5s %s", "Preflight", "RESULT", "SINCE", "MESSAGE")
 		rows := checkRows(pf, now, showAll)
@@ -353,4 +356,29 @@ func orNone(s string) string {
 		return "(none yet)"
 	}
 	return s
+}
+
+// describeCanary writes the canary of the last rollout: its state, its
+// nodes, and the failing pairs of its check.
+func describeCanary(t *tree, c *v1alpha1.CanaryStatus) {
+	steps := make([]string, len(c.Steps))
+	for i, s := range c.Steps {
+		steps[i] = string(s)
+	}
+	t.line(1, false, "Canary of %s (%s): %s, %d nodes", strings.Join(steps, ", "), c.Direction, c.State, c.Size)
+	var rows []string
+	if len(c.Nodes) > 0 {
+		rows = append(rows, "nodes: "+strings.Join(c.Nodes, ", "))
+	}
+	if rd := c.Round; rd != nil {
+		for _, f := range rd.Failing {
+			rows = append(rows, fmt.Sprintf("%s -> %s  %s  %s", f.From, f.To, f.Verdict, f.Checks))
+		}
+		if rd.Diagnosis != "" {
+			rows = append(rows, rd.Diagnosis)
+		}
+	}
+	for i, r := range rows {
+		t.line(2, i == len(rows)-1, "%s", r)
+	}
 }

@@ -59,6 +59,8 @@ type Spec[P any] struct {
 	Params func(context.Context) (P, error)
 	// Owner owns the round's objects: they go with it.
 	Owner []metav1.OwnerReference
+	// Pair, when set, chooses the peers instead of Pair with the seed.
+	Pair func(members []Member, seed string) []Assignment
 }
 
 // TimeoutFor is the timeout of a round whose agents work for window from
@@ -158,7 +160,11 @@ func (e *Engine[P, R]) plan(ctx context.Context, now time.Time, spec Spec[P], st
 		seed = string(spec.ID)
 	}
 	end := spec.Deadline(st).Add(-ReportSlack)
-	assignments := Pair(members, seed)
+	pair := spec.Pair
+	if pair == nil {
+		pair = Pair
+	}
+	assignments := pair(members, seed)
 	work := make(chan Assignment)
 	errs := make(chan error, len(assignments))
 	var wg sync.WaitGroup

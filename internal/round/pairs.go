@@ -74,3 +74,61 @@ func Pair(members []Member, seed string) []Assignment {
 	slices.SortFunc(out, func(a, b Assignment) int { return cmp.Compare(a.Node, b.Node) })
 	return out
 }
+
+// PairAround pairs a round around focus, the members a change reached
+// first: each focus member tests every other focus member (up to
+// AllPairsMax of them) and Sample of the others, chosen by seed, and those
+// test it back, so that every pair is tested both ways: new to new, new to
+// old and old to new. A member neither in focus nor chosen tests nothing.
+// Assignments are sorted by node.
+func PairAround(members []Member, focus []string, seed string) []Assignment {
+	inFocus := make(map[string]bool, len(focus))
+	for _, n := range focus {
+		inFocus[n] = true
+	}
+	var near, far []Member
+	for _, m := range members {
+		if inFocus[m.Node] {
+			near = append(near, m)
+		} else {
+			far = append(far, m)
+		}
+	}
+	key := func(m Member) uint64 {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(seed))
+		_, _ = h.Write([]byte(m.Node))
+		return h.Sum64()
+	}
+	slices.SortFunc(near, func(a, b Member) int { return cmp.Compare(a.Node, b.Node) })
+	slices.SortFunc(far, func(a, b Member) int { return cmp.Or(cmp.Compare(key(a), key(b)), cmp.Compare(a.Node, b.Node)) })
+	tests := map[string][]netip.Addr{}
+	expect := map[string][]netip.Addr{}
+	both := func(a, b Member) {
+		tests[a.Node] = append(tests[a.Node], b.Addr)
+		expect[b.Node] = append(expect[b.Node], a.Addr)
+	}
+	for i, a := range near {
+		for j, b := range near {
+			if i != j && i < AllPairsMax && j < AllPairsMax {
+				both(a, b)
+			}
+		}
+		// Each focus member takes the Sample far members after the ones
+		// the previous took, so that the old nodes tested vary.
+		for k := range min(Sample, len(far)) {
+			b := far[(i*Sample+k)%len(far)]
+			both(a, b)
+			both(b, a)
+		}
+	}
+	out := make([]Assignment, 0, len(members))
+	for _, m := range members {
+		a := Assignment{Member: m, Peers: tests[m.Node], Expect: expect[m.Node]}
+		slices.SortFunc(a.Peers, netip.Addr.Compare)
+		slices.SortFunc(a.Expect, netip.Addr.Compare)
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b Assignment) int { return cmp.Compare(a.Node, b.Node) })
+	return out
+}

@@ -2,6 +2,7 @@ package round
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"testing"
@@ -82,5 +83,54 @@ func BenchmarkPair5000(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = Pair(members, "r")
+	}
+}
+
+func TestPairAroundTestsEveryKindOfPairBothWays(t *testing.T) {
+	for _, n := range []int{4, 20, 5000} {
+		members := membersN(n)
+		focus := []string{members[1].Node, members[2].Node, members[3].Node}
+		nodeOf := map[netip.Addr]string{}
+		for _, m := range members {
+			nodeOf[m.Addr] = m.Node
+		}
+		tested := map[[2]string]bool{}
+		expected := map[[2]string]bool{}
+		for _, a := range PairAround(members, focus, "r1") {
+			for _, p := range a.Peers {
+				tested[[2]string{a.Node, nodeOf[p]}] = true
+			}
+			for _, p := range a.Expect {
+				expected[[2]string{nodeOf[p], a.Node}] = true
+			}
+		}
+		if !maps.Equal(tested, expected) {
+			t.Fatalf("%d members: the peers tested and the peers expected differ", n)
+		}
+		newOld, oldNew := 0, 0
+		for pair := range tested {
+			inA, inB := slices.Contains(focus, pair[0]), slices.Contains(focus, pair[1])
+			switch {
+			case !inA && !inB:
+				t.Errorf("%d members: %v pairs two nodes outside the focus", n, pair)
+			case inA && !inB:
+				newOld++
+				if !tested[[2]string{pair[1], pair[0]}] {
+					t.Errorf("%d members: %v is not tested back", n, pair)
+				}
+			case !inA && inB:
+				oldNew++
+			}
+		}
+		for _, a := range focus {
+			for _, b := range focus {
+				if a != b && !tested[[2]string{a, b}] {
+					t.Errorf("%d members: focus pair %s -> %s untested", n, a, b)
+				}
+			}
+		}
+		if want := len(focus) * min(Sample, n-len(focus)); newOld != want || oldNew != want {
+			t.Errorf("%d members: %d new-old and %d old-new pairs, want %d each", n, newOld, oldNew, want)
+		}
 	}
 }

@@ -52,7 +52,10 @@ type PodChecks struct {
 	mu     sync.Mutex
 	fault  DataplaneFault
 	broken map[[2]string]bool
-	silent map[string]bool
+	// onUpdated breaks pairs by which of their nodes run the current
+	// calico-node template.
+	onUpdated UpdatedFault
+	silent    map[string]bool
 	// reported is how far each round's pods have reported, by node.
 	reported map[round.ID]map[string]round.ReportStage
 }
@@ -79,6 +82,49 @@ func (c *PodChecks) BreakPair(a, b string) {
 	c.broken[[2]string{a, b}], c.broken[[2]string{b, a}] = true, true
 }
 
+// UpdatedFault is a dataplane that breaks with the new calico-node: which
+// pairs it drops, by the template their nodes' calico-node runs.
+type UpdatedFault string
+
+const (
+	// UpdatedNone breaks nothing by template.
+	UpdatedNone UpdatedFault = ""
+	// UpdatedAny drops every pair with a node on the current template.
+	UpdatedAny UpdatedFault = "Any"
+	// UpdatedMixed drops only the pairs between a node on the current
+	// template and one on an older one, as a VXLAN path the old and the new
+	// calico-node do not agree on.
+	UpdatedMixed UpdatedFault = "Mixed"
+)
+
+// BreakUpdated breaks the dataplane of the nodes whose calico-node pod runs
+// the DaemonSet's current template (its pod-template-generation label is the
+// DaemonSet's template generation), as f says.
+func (c *PodChecks) BreakUpdated(f UpdatedFault) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onUpdated = f
+}
+
+// updatedNodes are the nodes whose calico-node pod runs the current template.
+func (c *PodChecks) updatedNodes(ctx context.Context, r client.Reader) (map[string]bool, error) {
+	ds := &appsv1.DaemonSet{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: calicoNamespace, Name: nodeDaemonSet}, ds); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(calicoNamespace), client.MatchingLabels{appLabel: nodeDaemonSet}); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.Labels[templateGenerationLabel] == ds.Annotations[templateGenerationAnnotation] {
+			out[p.Spec.NodeName] = true
+		}
+	}
+	return out, nil
+}
+
 // Silence makes a node's pod never serve, as one that cannot start.
 func (c *PodChecks) Silence(node string) {
 	c.mu.Lock()
@@ -90,7 +136,7 @@ func (c *PodChecks) Silence(node string) {
 func (c *PodChecks) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.fault, c.broken, c.silent = FaultNone, map[[2]string]bool{}, map[string]bool{}
+	c.fault, c.broken, c.silent, c.onUpdated = FaultNone, map[[2]string]bool{}, map[string]bool{}, UpdatedNone
 	c.reported = map[round.ID]map[string]round.ReportStage{}
 }
 
@@ -144,11 +190,15 @@ func (c *PodChecks) Play(ctx context.Context, w client.Client, r client.Reader) 
 	for _, p := range plans {
 		nodeOf[p.Addr] = p.Node
 	}
+	updated, err := c.updatedNodes(ctx, r)
+	if err != nil {
+		return err
+	}
 	for _, p := range plans {
 		if c.stage(id, p.Node) == round.Done {
 			continue
 		}
-		res := c.results(p.Node, p.Peers, nodeOf)
+		res := c.results(p.Node, p.Peers, nodeOf, updated)
 		if err := c.report(ctx, w, round.Report[podcheck.Result]{Round: id, Node: p.Node, Stage: round.Done, Addr: p.Addr, Result: res}); err != nil {
 			return err
 		}
@@ -204,7 +254,7 @@ func (c *PodChecks) report(ctx context.Context, w client.Client, r round.Report[
 }
 
 // results are what node's pod sees of its peers through the dataplane.
-func (c *PodChecks) results(node string, peers []netip.Addr, nodeOf map[netip.Addr]string) podcheck.Result {
+func (c *PodChecks) results(node string, peers []netip.Addr, nodeOf map[netip.Addr]string, updated map[string]bool) podcheck.Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	res := podcheck.Result{MTU: c.PodMTU, DNS: podcheck.Pass, Service: podcheck.Pass}
@@ -214,7 +264,7 @@ func (c *PodChecks) results(node string, peers []netip.Addr, nodeOf map[netip.Ad
 	for _, peer := range peers {
 		pr := podcheck.PeerResult{Peer: peer, ICMP: podcheck.Pass, TCPSmall: podcheck.Pass, TCPFull: podcheck.Pass}
 		switch {
-		case c.broken[[2]string{node, nodeOf[peer]}]:
+		case c.broken[[2]string{node, nodeOf[peer]}], c.brokenByTemplate(updated[node], updated[nodeOf[peer]]):
 			pr.ICMP, pr.TCPSmall, pr.TCPFull = podcheck.Fail, podcheck.Fail, podcheck.Fail
 		case c.fault == FaultTCP:
 			pr.TCPSmall, pr.TCPFull = podcheck.Fail, podcheck.Fail
@@ -224,4 +274,16 @@ func (c *PodChecks) results(node string, peers []netip.Addr, nodeOf map[netip.Ad
 		res.Peers = append(res.Peers, pr)
 	}
 	return res
+}
+
+// brokenByTemplate says whether onUpdated drops a pair whose nodes run the
+// current template (a, b). It is called with mu held.
+func (c *PodChecks) brokenByTemplate(a, b bool) bool {
+	switch c.onUpdated {
+	case UpdatedAny:
+		return a || b
+	case UpdatedMixed:
+		return a != b
+	}
+	return false
 }

@@ -2,17 +2,21 @@ package calicosim
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
@@ -80,8 +84,13 @@ func (r *rolloutController) Reconcile(ctx context.Context, req reconcile.Request
 		rc.seedBook(nodes)
 	}
 	rc.pass(&r.sim.rolloutStats, req.NamespacedName, templateHash(ds), nodes, now,
-		maxUnavailable(ds, desired), r.sim.opts.RolloutStep, r.sim.rolloutsHeld())
+		maxUnavailable(ds, desired), r.sim.rolloutStep(), r.sim.rolloutsHeld())
 	r.lastStep[ds.UID] = rc
+	if ds.Namespace == calicoNamespace && ds.Name == nodeDaemonSet {
+		if err := r.writePods(ctx, ds, &rc); err != nil {
+			return finish(err)
+		}
+	}
 
 	st := ds.Status
 	unavailable := int32(len(rc.replacing))
@@ -101,7 +110,7 @@ func (r *rolloutController) Reconcile(ctx context.Context, req reconcile.Request
 	if len(rc.replacing) == 0 {
 		return finish(werr)
 	}
-	next := rc.replacing[0].Add(r.sim.opts.RolloutStep)
+	next := rc.replacing[0].Add(r.sim.rolloutStep())
 	return finish(werr, max(next.Sub(now), minStatusInterval))
 }
 
@@ -126,4 +135,64 @@ func (r *rolloutController) desiredNodes(ctx context.Context, ds *appsv1.DaemonS
 	}
 	slices.Sort(names)
 	return names, nil
+}
+
+// Labels the real DaemonSet controller puts on the pods it creates: the
+// template generation (the DaemonSet's deprecated.daemonset.template.generation
+// annotation, which the API server raises with every change of the
+// template) and the ControllerRevision's hash.
+const (
+	templateGenerationAnnotation = "deprecated.daemonset.template.generation"
+	templateGenerationLabel      = "pod-template-generation"
+	revisionHashLabel            = "controller-revision-hash"
+)
+
+// writePods writes calico-node's Pod on each node a rollout replaced, once
+// its new pod is available: placed on the node, labelled with the template
+// generation and hash as the real controller labels it, Ready. A node no
+// rollout touched has no Pod object here (it runs a template older than any
+// the simulator wrote).
+func (r *rolloutController) writePods(ctx context.Context, ds *appsv1.DaemonSet, rc *rolloutClock) error {
+	generation := ds.Annotations[templateGenerationAnnotation]
+	for _, node := range rc.pods.podsToWrite(rc.hash, generation) {
+		if err := r.writePod(ctx, ds, node, generation, rc.hash); err != nil {
+			return err
+		}
+		rc.pods.wrote(node, generation)
+	}
+	return nil
+}
+
+func (r *rolloutController) writePod(ctx context.Context, ds *appsv1.DaemonSet, node, generation, hash string) error {
+	labels := maps.Clone(ds.Spec.Template.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[templateGenerationLabel], labels[revisionHashLabel] = generation, hash
+	key := types.NamespacedName{Namespace: ds.Namespace, Name: ds.Name + "-" + node}
+	pod := &corev1.Pod{}
+	err := r.sim.reader.Get(ctx, key, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		pod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: labels},
+			Spec: *ds.Spec.Template.Spec.DeepCopy()}
+		pod.Spec.NodeName = node
+		if err := controllerutil.SetControllerReference(ds, pod, r.client.Scheme()); err != nil {
+			return err
+		}
+		if err := r.sim.create(ctx, pod); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		// The pod of an older template, replaced: the new one under the same name.
+		pod.Labels = labels
+		if err := r.sim.update(ctx, pod); err != nil {
+			return err
+		}
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue}}}
+	return r.sim.updateStatus(ctx, pod)
 }

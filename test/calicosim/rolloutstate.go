@@ -40,12 +40,15 @@ func (rc *rolloutClock) pass(stats *rolloutCounter, key types.NamespacedName, ha
 	maxUnavailable int, step time.Duration, held bool) {
 	if hash != rc.hash {
 		stats.add(key, rc.newTemplate(hash, now))
-		stats.replacedOn(key, rc.pods.replaceInflight(hash))
+		again := rc.pods.replaceInflight(hash)
+		stats.replacedOn(key, again)
+		rc.pods.markReplaced(again)
 	}
 	rc.resize(int32(len(nodes)))
 	rc.pods.followNodes(nodes, rc.hash)
 	started := rc.advance(now, maxUnavailable, step, held)
 	replaced := rc.pods.start(started.pods, rc.hash)
+	rc.pods.markReplaced(replaced)
 	rc.pods.settle(len(rc.replacing))
 	if !rc.creating {
 		stats.add(key, started)
@@ -65,6 +68,49 @@ type podBook struct {
 	// inflight are the nodes whose pod is being replaced, in the order of
 	// rolloutClock.replacing.
 	inflight []string
+	// replaced are the nodes whose pod a rollout replaced while the
+	// simulator ran: only they have a Pod object (podsToWrite), so that a
+	// cluster of thousands of seeded nodes costs no write until it rolls.
+	replaced map[string]bool
+	// written is the template generation of each node's Pod as last
+	// written.
+	written map[string]string
+}
+
+// markReplaced notes the nodes whose pod is replaced.
+func (b *podBook) markReplaced(nodes []string) {
+	if b.replaced == nil {
+		b.replaced = map[string]bool{}
+	}
+	for _, n := range nodes {
+		b.replaced[n] = true
+	}
+}
+
+// podsToWrite are the replaced nodes whose new pod is available on the
+// current template and whose Pod does not say so yet, sorted.
+func (b *podBook) podsToWrite(current, generation string) []string {
+	var out []string
+	for n := range b.replaced {
+		if _, ok := b.hash[n]; !ok {
+			delete(b.replaced, n)
+			delete(b.written, n)
+			continue
+		}
+		if b.hash[n] == current && !slices.Contains(b.inflight, n) && b.written[n] != generation {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// wrote notes that node's Pod runs generation.
+func (b *podBook) wrote(node, generation string) {
+	if b.written == nil {
+		b.written = map[string]string{}
+	}
+	b.written[node] = generation
 }
 
 // seedBook names the nodes of a clock resumed from the status: the first

@@ -69,9 +69,11 @@ type Simulator struct {
 	client client.Client // writes
 	reader client.Reader // reads through the cache
 
-	mu        sync.Mutex
-	fault     string
-	held      bool
+	mu    sync.Mutex
+	fault string
+	held  bool
+	// step overrides Options.RolloutStep when set (SetRolloutStep).
+	step      time.Duration
 	calicoAPI CalicoAPIMode
 	// version is the Calico version the operator reports (SetCalicoVersion).
 	version string
@@ -231,6 +233,25 @@ func (s *Simulator) ReleaseRollouts() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.held = false
+}
+
+// SetRolloutStep changes how long each node takes in a DaemonSet rollout
+// from the next pod on (0 is the Options' value again), as nodes whose
+// calico-node starts slowly would: a test that acts in the middle of a
+// rollout slows it down.
+func (s *Simulator) SetRolloutStep(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.step = d
+}
+
+func (s *Simulator) rolloutStep() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.step > 0 {
+		return s.step
+	}
+	return s.opts.RolloutStep
 }
 
 func (s *Simulator) rolloutsHeld() bool {

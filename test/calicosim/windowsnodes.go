@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -385,9 +387,14 @@ func orDefault(s, def string) string {
 // deleteWindowsNodeObjects deletes the calico-node-windows pods and the blocks claimed for Windows nodes, for
 // Clean, and says how many it found.
 func deleteWindowsNodeObjects(ctx context.Context, c client.Client) (int, error) {
+	// calico-node's pods too (rollout.go writes those a rollout replaced).
 	pods := &corev1.PodList{}
-	if err := c.List(ctx, pods, client.InNamespace(calicoNamespace), client.MatchingLabels{appLabel: windowsDaemonSet}); err != nil {
-		return 0, fmt.Errorf("listing calico-node-windows pods: %w", err)
+	apps, err := labels.NewRequirement(appLabel, selection.In, []string{windowsDaemonSet, nodeDaemonSet})
+	if err != nil {
+		return 0, err
+	}
+	if err := c.List(ctx, pods, client.InNamespace(calicoNamespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*apps)}); err != nil {
+		return 0, fmt.Errorf("listing calico-node and calico-node-windows pods: %w", err)
 	}
 	blocks := &calicov3.IPAMBlockList{}
 	if err := ignoreNoMatch(c.List(ctx, blocks, client.HasLabels{simulatedBlockLabel})); err != nil {

@@ -1,0 +1,428 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/phase"
+	"github.com/winready/winready/internal/podcheck"
+	"github.com/winready/winready/internal/round"
+)
+
+// The canary's labels on calico-node and its pods: the DaemonSet
+// controller labels each pod with the template generation it was made
+// from, which the API server keeps in the DaemonSet's annotation and raises
+// with every change of the template (and only then). A pod whose label is
+// the DaemonSet's runs the current calico-node: one of the two tests the
+// DaemonSet controller itself makes of a pod being up to date.
+const (
+	templateGenerationAnnotation = "deprecated.daemonset.template.generation"
+	templateGenerationLabel      = "pod-template-generation"
+	// CalicoNodePodLabel and CalicoNodePodLabelValue select calico-node's
+	// pods.
+	CalicoNodePodLabel      = "k8s-app"
+	CalicoNodePodLabelValue = "calico-node"
+)
+
+// CanaryTrigger is the trigger of the canary's pod network check round.
+const CanaryTrigger = "Canary"
+
+// rolloutCanary is the rider of the canary (spec.rollout.canary): the
+// write that starts a calico-node rollout slows it to one node at a time
+// (join); once the canary's nodes run the new calico-node, the pod network
+// check runs between them and the nodes still on the old one while the
+// rollout goes on (rolling); when it passes the rollout goes on at
+// spec.rollout.maxUnavailable, and when it fails the changes that started
+// it are taken back (revert.go) and the migration stops (policy.go,
+// canaryBlocked).
+type rolloutCanary struct{}
+
+// rolling is a rider that also acts while a step's write rolls out, before
+// the step has settled.
+type rolling interface {
+	rolling(ctx context.Context, w walk, s *scope, t *stepTurn) Outcome
+}
+
+func (rolloutCanary) join(s *scope, t *stepTurn) {
+	if !rerendersNode(t) {
+		return
+	}
+	if c := s.wr.Status.Canary; c != nil && c.State == v1alpha1.CanaryFailed && !c.Reverted {
+		return // the write that takes the failed canary's changes back
+	}
+	s.wr.Status.Canary = nil
+	size := canarySize(s, t.in)
+	if size == 0 {
+		return
+	}
+	slower, ok := speed(s).Canary(t.in)
+	if !ok {
+		s.note(corev1.EventTypeNormal, conditions.ReasonCanarySkipped, string(t.step.Name()),
+			"no canary for this rollout: calico-node's maxUnavailable in the Installation is %s; set spec.rollout.maxUnavailable "+
+				"for the pace after the canary, or spec.rollout.canary: 0", maxUnavailableShown(t.in))
+		return
+	}
+	// The canary's pace replaces the spec's in this write; the spec's
+	// follows once the canary passes.
+	t.batch.changes = slices.DeleteFunc(t.batch.changes, func(c calico.Change) bool { return c.Pointer == calico.PathNodeMaxUnavailable })
+	t.batch.changes = append(t.batch.changes, slower...)
+	s.wr.Status.Canary = &v1alpha1.CanaryStatus{
+		Steps: append([]v1alpha1.StepName{t.step.Name()}, t.batch.steps...), Direction: t.in.Direction,
+		State: v1alpha1.CanaryRolling, Size: int32(size), FromTemplateGeneration: templateGeneration(t.in.Cluster.Node),
+		Slowed: len(slower) > 0,
+	}
+}
+
+func (rolloutCanary) prepare(context.Context, walk, *scope, *stepTurn) error { return nil }
+
+func (k rolloutCanary) rolling(ctx context.Context, w walk, s *scope, t *stepTurn) Outcome {
+	return k.advance(ctx, w, s, t.step.Name(), t.in)
+}
+
+// prove finishes a canary whose check outlasted the rollout: the step is
+// done once the check has passed.
+func (k rolloutCanary) prove(ctx context.Context, w walk, s *scope, t *stepTurn) Outcome {
+	return k.advance(ctx, w, s, t.step.Name(), t.in)
+}
+
+func (rolloutCanary) plan(s *scope, in phase.Input, plan []v1alpha1.PlannedChange) []v1alpha1.PlannedChange {
+	size := canarySize(s, in)
+	i := slices.IndexFunc(plan, func(c v1alpha1.PlannedChange) bool { return slices.Contains(rendersCalicoNode, c.Step) })
+	if size == 0 || i < 0 {
+		return plan
+	}
+	if in.Originals == nil || in.Originals.NodeMaxUnavailable == nil {
+		in.Originals = &v1alpha1.Originals{}
+		phase.RecordMaxUnavailable(in.Cluster, in.Originals)
+	}
+	slower, ok := speed(s).Canary(in)
+	if !ok {
+		return plan
+	}
+	// The spec's pace, which the rollout speed planned at i, follows the
+	// canary's instead.
+	step := plan[i].Step
+	if plan[i].Field == (&calico.Change{Pointer: calico.PathNodeMaxUnavailable}).Field() {
+		plan = slices.Delete(plan, i, i+1)
+	}
+	var add []calico.Change
+	add = append(add, slower...)
+	slowed := in.Cluster
+	if len(slower) > 0 {
+		slowed = slowedCluster(in.Cluster)
+	}
+	add = append(add, speed(s).AfterCanary(phase.Input{Cluster: slowed})...)
+	return slices.Insert(plan, i, phase.Plan(step, add)...)
+}
+
+// slowedCluster is c with calico-node's maxUnavailable at one node.
+func slowedCluster(c *calico.Cluster) *calico.Cluster {
+	inst := c.Installation.DeepCopy()
+	one := intstr.FromInt32(1)
+	inst.Spec.NodeUpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &one}
+	out := *c
+	out.Installation = inst
+	return &out
+}
+
+// rerendersNode says whether the turn's write re-renders calico-node.
+func rerendersNode(t *stepTurn) bool {
+	renders := func(n v1alpha1.StepName) bool { return slices.Contains(rendersCalicoNode, n) }
+	return renders(t.step.Name()) || slices.ContainsFunc(t.batch.steps, renders)
+}
+
+// canarySize is how many nodes the canary waits for: spec.rollout.canary
+// (3 when unset) of the Linux nodes calico-node runs on, rounded up, and
+// fewer than all of them; 0 when it is off, the pod network check is
+// disabled, or calico-node runs on one node.
+func canarySize(s *scope, in phase.Input) int {
+	if s.wr.Spec.PodNetworkCheck.Disabled || in.Cluster == nil || in.Cluster.Node == nil {
+		return 0
+	}
+	want := intstr.FromInt32(v1alpha1.DefaultCanaryNodes)
+	if c := s.wr.Spec.Rollout.Canary; c != nil {
+		want = *c
+	}
+	nodes := int(in.Cluster.Node.Status.DesiredNumberScheduled)
+	n, err := intstr.GetScaledValueFromIntOrPercent(&want, nodes, true)
+	if err != nil {
+		return 0
+	}
+	return max(0, min(n, nodes-1))
+}
+
+// templateGeneration is calico-node's template generation, 0 when unknown.
+func templateGeneration(ds *appsv1.DaemonSet) int64 {
+	if ds == nil {
+		return 0
+	}
+	g, _ := strconv.ParseInt(ds.Annotations[templateGenerationAnnotation], 10, 64)
+	return g
+}
+
+// maxUnavailableShown is the Installation's maxUnavailable as a person
+// reads it.
+func maxUnavailableShown(in phase.Input) string {
+	ru := in.Cluster.Installation.Spec.NodeUpdateStrategy.RollingUpdate
+	if ru == nil || ru.MaxUnavailable == nil {
+		return "unset"
+	}
+	return ru.MaxUnavailable.String()
+}
+
+// advance moves the canary of step's write on: it waits for the canary's
+// nodes, checks them, and on the verdict raises the pace or stops for the
+// revert.
+func (k rolloutCanary) advance(ctx context.Context, w walk, s *scope, step v1alpha1.StepName, in phase.Input) Outcome {
+	c := s.wr.Status.Canary
+	if c == nil || len(c.Steps) == 0 || c.Steps[0] != step || c.Direction != in.Direction {
+		return done()
+	}
+	switch c.State {
+	case v1alpha1.CanaryRolling, v1alpha1.CanaryChecking:
+	case v1alpha1.CanaryFailed:
+		return canaryFailed(s)
+	default:
+		return done()
+	}
+	if canarySize(s, in) == 0 {
+		// Turned off midway (spec.rollout.canary: 0, or the check disabled).
+		return k.pass(ctx, w, s, in, "the canary was turned off")
+	}
+	if c.State == v1alpha1.CanaryRolling {
+		return k.await(ctx, w, s, in)
+	}
+	return k.collect(ctx, w, s, in)
+}
+
+// await waits until the canary's nodes run the new calico-node, then starts
+// the check around them.
+func (k rolloutCanary) await(ctx context.Context, w walk, s *scope, in phase.Input) Outcome {
+	c := s.wr.Status.Canary
+	gen := templateGeneration(in.Cluster.Node)
+	if gen <= c.FromTemplateGeneration {
+		return done() // not rendered yet: the step's own wait says so
+	}
+	updated, err := updatedNodes(ctx, w.Client, gen)
+	if err != nil {
+		return failed(err)
+	}
+	if len(updated) < int(c.Size) {
+		return waitingFor(fmt.Sprintf("the calico-node rollout, one node at a time until the canary's nodes run the new calico-node: %d of %d",
+			len(updated), c.Size))
+	}
+	c.Nodes = updated[:c.Size]
+	rd := &v1alpha1.PodCheckRound{Trigger: CanaryTrigger}
+	id := round.NewID(s.wr.Generation, s.now)
+	e, spec := k.engine(w, s, id, round.TokenOf(s.wr.Annotations[RerunPodCheckAnnotation]))
+	if err := e.Start(ctx, s.now, spec, &rd.RoundState); err != nil {
+		return failed(fmt.Errorf("the canary's pod network check: %w", err))
+	}
+	c.State, c.Round = v1alpha1.CanaryChecking, rd
+	s.note(corev1.EventTypeNormal, conditions.ReasonCanaryChecking, string(c.Steps[0]),
+		"calico-node's new template runs on the canary's nodes (%s): checking the pod network between them and the nodes on the old one (round %s)",
+		strings.Join(c.Nodes, ", "), id)
+	return progressing(podCheckPoll, "the canary: checking the pod network between %s and the nodes on the old calico-node", strings.Join(c.Nodes, ", "))
+}
+
+// engine is the pod network check's engine, its round paired around the
+// canary's nodes.
+func (rolloutCanary) engine(w walk, s *scope, id round.ID, token round.Token) (*podcheck.Engine, round.Spec[podcheck.Params]) {
+	e, spec := podCheck{w.Reconciler, CanaryTrigger}.engine(s, id, token)
+	nodes := s.wr.Status.Canary.Nodes
+	spec.Pair = func(members []round.Member, seed string) []round.Assignment {
+		return round.PairAround(members, nodes, seed)
+	}
+	return e, spec
+}
+
+// collect follows the canary's round and judges it against the baseline.
+func (k rolloutCanary) collect(ctx context.Context, w walk, s *scope, in phase.Input) Outcome {
+	c := s.wr.Status.Canary
+	rd := c.Round
+	e, spec := k.engine(w, s, round.ID(rd.Round), round.TokenOfState(&rd.RoundState))
+	progress, err := advanceCheck(ctx, s, e, spec, rd)
+	if err != nil {
+		return failed(err)
+	}
+	switch {
+	case progress.NoneServed:
+		completed := metav1.NewTime(s.now)
+		rd.PlannedAt, rd.CompletedAt, rd.Worse = &completed, &completed, true
+		rd.Diagnosis = round.Truncate(fmt.Sprintf("no check pod served within %s on any of the %d Linux nodes: the canary proved nothing",
+			podCheckTimeout(s)/2, rd.Nodes), podcheck.MaxDiagnosis)
+		if err := e.Cleanup(ctx); err != nil {
+			return failed(err)
+		}
+		return k.fail(s)
+	case progress.Stage != round.Complete:
+		return progressing(min(progress.Wait, podCheckPoll), "the canary: %d of %d check pods on the canary's nodes and their peers reported",
+			progress.Reported, progress.Expected)
+	}
+	res, ok, err := e.Results(ctx, &rd.RoundState)
+	if err != nil {
+		return failed(err)
+	}
+	if !ok {
+		// The plans are gone: check the canary's nodes again.
+		c.State, c.Round = v1alpha1.CanaryRolling, nil
+		return progressing(podCheckPoll, "the canary: its check's plans are gone, checking again")
+	}
+	podcheck.Judge(rd, res, podCheckStatus(s).Baseline, rerunPodCheckCommand())
+	completed := metav1.NewTime(s.now)
+	rd.CompletedAt = &completed
+	if err := w.checkpoint(ctx, s, "the canary's check reports are deleted"); err != nil {
+		return failed(err)
+	}
+	if err := e.Cleanup(ctx); err != nil {
+		return failed(err)
+	}
+	if rd.Worse {
+		return k.fail(s)
+	}
+	return k.pass(ctx, w, s, in, "the pod network check passed between the canary's nodes and the others: "+rd.Diagnosis)
+}
+
+// pass ends the canary: the rollout goes on at spec.rollout.maxUnavailable.
+func (rolloutCanary) pass(ctx context.Context, w walk, s *scope, in phase.Input, why string) Outcome {
+	c := s.wr.Status.Canary
+	if changes := speed(s).AfterCanary(in); len(changes) > 0 {
+		if err := calico.Apply(ctx, w.Client, in.Cluster, changes); err != nil {
+			return failed(fmt.Errorf("raising calico-node's maxUnavailable after the canary: %w", err))
+		}
+	}
+	c.State = v1alpha1.CanaryPassed
+	s.note(corev1.EventTypeNormal, conditions.ReasonCanaryPassed, string(c.Steps[0]), "%s",
+		bounded(why+"; calico-node rolls out on the other nodes at "+paceAfterCanary(s, in)))
+	return done()
+}
+
+// paceAfterCanary names the pace the rollout goes on at.
+func paceAfterCanary(s *scope, in phase.Input) string {
+	if w := s.wr.Spec.Rollout.MaxUnavailable; w != nil {
+		return "maxUnavailable " + w.String() + " (spec.rollout.maxUnavailable)"
+	}
+	return "the Installation's pace (" + maxUnavailableShown(in) + ")"
+}
+
+// fail marks the canary failed: a migration's changes are taken back next
+// (revertWorse), a rollback's stop where they are.
+func (rolloutCanary) fail(s *scope) Outcome {
+	c := s.wr.Status.Canary
+	c.State = v1alpha1.CanaryFailed
+	s.note(corev1.EventTypeWarning, conditions.ReasonCanaryFailed, string(c.Steps[0]), "%s",
+		bounded(fmt.Sprintf("the pod network check failed between the canary's nodes (%s) and the others: %s",
+			strings.Join(c.Nodes, ", "), c.Round.Diagnosis)))
+	return canaryFailed(s)
+}
+
+// updatedNodes are the nodes, sorted, whose calico-node pod runs template
+// generation gen and is Ready, read from the cache.
+func updatedNodes(ctx context.Context, c client.Reader, gen int64) ([]string, error) {
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(calico.SystemNamespace),
+		client.MatchingLabels{CalicoNodePodLabel: CalicoNodePodLabelValue, templateGenerationLabel: strconv.FormatInt(gen, 10)}); err != nil {
+		return nil, fmt.Errorf("listing calico-node's pods: %w", err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && podReady(&p) {
+			out = append(out, p.Spec.NodeName)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// canaryRevertDue names the steps whose changes a failed canary of a
+// migration takes back, in the order a rollback takes them: a revert not
+// made yet.
+func canaryRevertDue(s *scope) ([]v1alpha1.StepName, bool) {
+	c := s.wr.Status.Canary
+	if c == nil || c.State != v1alpha1.CanaryFailed || c.Reverted || c.Direction != v1alpha1.DirectionMigrate {
+		return nil, false
+	}
+	steps := slices.Clone(c.Steps)
+	slices.Reverse(steps)
+	return steps, true
+}
+
+// canaryFailed is the stop of a failed canary: reverting, or reverted, or a
+// rollback's, which stays where it is.
+func canaryFailed(s *scope) Outcome {
+	c := s.wr.Status.Canary
+	diag := "no round"
+	if c.Round != nil {
+		diag = c.Round.Diagnosis
+	}
+	nodes := strings.Join(c.Nodes, ", ")
+	switch {
+	case c.Direction == v1alpha1.DirectionRollback:
+		return stop(conditions.ReasonCanaryFailed, "the rollback's canary failed: the pod network check between the canary's nodes (%s) and the others: %s. "+
+			"calico-node keeps rolling one node at a time: set spec.direction: Migrate to go back, or fix the pod network and %s",
+			nodes, diag, rerunPodCheckCommand())
+	case !c.Reverted:
+		return stop(conditions.ReasonRevertingStep, "reverting steps %s: the canary's check failed between its nodes (%s) and the others: %s",
+			stepList(c.Steps), nodes, diag).lookAgain(podCheckPoll)
+	}
+	return stop(conditions.ReasonCanaryFailed, "the canary failed, so steps %s were reverted and calico-node rolled back on the canary's nodes (%s): %s. "+
+		"Fix the pod network, then %s; or set spec.direction: Rollback", stepList(c.Steps), nodes, diag, rerunPodCheckCommand())
+}
+
+func stepList(steps []v1alpha1.StepName) string {
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// canaryBlocked says why step may not be changed again: a canary of its
+// write failed and no new check was asked for.
+func canaryBlocked(s *scope, step v1alpha1.StepName) Outcome {
+	c := s.wr.Status.Canary
+	if c == nil || c.State != v1alpha1.CanaryFailed || !c.Reverted || !slices.Contains(c.Steps, step) ||
+		(c.Round != nil && !podCheckRerunSeen(s, c.Round)) {
+		return done()
+	}
+	return canaryFailed(s)
+}
+
+// calicoNodePodOnly keeps of a calico-node pod what the canary reads: its
+// name, labels, node, deletion and readiness. The cache holds one for every
+// Linux node. Other pods (calico-node-windows) are kept whole.
+func calicoNodePodOnly(p *corev1.Pod) *corev1.Pod {
+	if p.Labels[CalicoNodePodLabel] != CalicoNodePodLabelValue {
+		return p
+	}
+	kept := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID,
+		ResourceVersion: p.ResourceVersion, Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			kept.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	return kept
+}
