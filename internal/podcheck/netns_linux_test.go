@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -267,7 +266,26 @@ func runHelper(raw string) int {
 // pod, and returns the pairs by node name with each pod's DNS and Service
 // outcome.
 func (o *overlay) round() Summary {
+	return o.roundOf(round.Pair(o.members(), "all"))
+}
+
+// members are the pods of the overlay as a round pairs them.
+func (o *overlay) members() []round.Member {
+	members := make([]round.Member, nodeCount)
+	for i := range nodeCount {
+		members[i] = round.Member{Node: nodeName(i), Addr: o.podIPs[i]}
+	}
+	return members
+}
+
+// roundOf runs a check pod in every pod namespace, each testing the peers
+// its assignment names.
+func (o *overlay) roundOf(assignments []round.Assignment) Summary {
 	t := o.t
+	peers := map[string][]netip.Addr{}
+	for _, a := range assignments {
+		peers[a.Node] = a.Peers
+	}
 	type pod struct {
 		cmd *exec.Cmd
 		in  io.WriteCloser
@@ -275,7 +293,7 @@ func (o *overlay) round() Summary {
 	}
 	pods := make([]pod, nodeCount)
 	for i := range nodeCount {
-		hc, _ := json.Marshal(helperConfig{PodIP: o.podIPs[i], Peers: slices.Delete(slices.Clone(o.podIPs), i, i+1),
+		hc, _ := json.Marshal(helperConfig{PodIP: o.podIPs[i], Peers: peers[nodeName(i)],
 			Service: netip.MustParseAddrPort(fmt.Sprintf("%s:%d", serviceIP, Port)), DNS: dnsAddress + ":53"})
 		cmd := exec.Command("ip", "netns", "exec", o.pods[i], os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), helperEnv+"="+string(hc))
@@ -305,7 +323,7 @@ func (o *overlay) round() Summary {
 			t.Logf("%s: %s", nodeName(i), r.Detail)
 		}
 		res.Reports[nodeName(i)] = round.Report[Result]{Node: nodeName(i), Stage: round.Done, Addr: o.podIPs[i], Result: r}
-		res.Plans = append(res.Plans, round.Plan[Params]{Node: nodeName(i), Addr: o.podIPs[i], Peers: slices.Delete(slices.Clone(o.podIPs), i, i+1)})
+		res.Plans = append(res.Plans, round.Plan[Params]{Node: nodeName(i), Addr: o.podIPs[i], Peers: peers[nodeName(i)]})
 	}
 	for _, p := range pods {
 		_ = p.in.Close() // every pod serves until all have tested it
@@ -432,5 +450,35 @@ func TestUDP4789DroppedBetweenTwoNodesNamesThatPair(t *testing.T) {
 	}
 	if !strings.Contains(d.Message, "on 2 pairs: node-1 -> node-3, node-3 -> node-1. UDP 4789") {
 		t.Errorf("the diagnosis does not name exactly the pair: %s", d.Message)
+	}
+}
+
+// The canary's round (round.PairAround) around node-1, the one node on the
+// new calico-node, finds a VXLAN path that fails only between it and an old
+// node: each canary node tests the old nodes and they test it back.
+func TestCanaryRoundFindsAVXLANPathBlockedBetweenANewNodeAndAnOldOne(t *testing.T) {
+	o := newOverlay(t)
+	o.serveDNS()
+	for _, p := range o.round().Pairs {
+		if !p.Passed() {
+			t.Fatalf("the baseline fails: %s -> %s", p.From, p.To)
+		}
+	}
+	newNode, oldNode := o.under[0].String(), o.under[1].String()
+	nft(t, o.bridgeNS(), "bridge", "forward", "ip", "saddr", "{ "+newNode+", "+oldNode+" }", "ip", "daddr", "{ "+newNode+", "+oldNode+" }",
+		"udp", "dport", "4789", "drop")
+	after := o.roundOf(round.PairAround(o.members(), []string{nodeName(0)}, "canary"))
+	tested := map[string]bool{}
+	for _, p := range after.Pairs {
+		tested[p.From+" -> "+p.To] = true
+	}
+	wantTested := map[string]bool{"node-1 -> node-2": true, "node-2 -> node-1": true, "node-1 -> node-3": true, "node-3 -> node-1": true}
+	if !maps.Equal(tested, wantTested) {
+		t.Fatalf("tested %v, want the canary node's pairs both ways, %v", tested, wantTested)
+	}
+	d := Diagnose(Input{After: after.Pairs, PodMTU: after.PodMTU, NodeMTU: nodeMTU, DNSFailing: after.DNSFailing, ServiceFailing: after.ServiceFailing})
+	want := map[string]Verdict{"node-1 -> node-2": VerdictVXLANPath, "node-2 -> node-1": VerdictVXLANPath}
+	if got := verdicts(d); !d.Worse || !maps.Equal(got, want) {
+		t.Fatalf("worse %v, verdicts %v, want exactly %v", d.Worse, got, want)
 	}
 }
