@@ -103,16 +103,16 @@ type PodNetworkCheckStatus struct {
 type CanaryState string
 
 const (
-	// CanaryRolling: calico-node rolls one node at a time until the
+	// CanaryRolling means calico-node rolls one node at a time until the
 	// canary's nodes run the new one.
 	CanaryRolling CanaryState = "Rolling"
-	// CanaryChecking: the pod network check runs between the canary's
+	// CanaryChecking means the pod network check runs between the canary's
 	// nodes and the nodes on the old calico-node.
 	CanaryChecking CanaryState = "Checking"
-	// CanaryPassed: the check passed; the rollout goes on at
+	// CanaryPassed means the check passed; the rollout goes on at
 	// spec.rollout.maxUnavailable.
 	CanaryPassed CanaryState = "Passed"
-	// CanaryFailed: the check found the pod network worse; the changes that
+	// CanaryFailed means the check found the pod network worse; the changes that
 	// started the rollout are reverted and the migration stops.
 	CanaryFailed CanaryState = "Failed"
 )
