@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Observation is what a DaemonSet's status showed at one moment.
@@ -171,4 +172,19 @@ func (s State) WaitingFor() string {
 		return fmt.Sprintf("DaemonSet %s: %d node(s) still to update (%d/%d updated)", ds, o.Desired-o.Updated, o.Updated, o.Desired)
 	}
 	return fmt.Sprintf("DaemonSet %s: rollout complete", ds)
+}
+
+// Length is how long a rollout over nodes takes at pace per node: the
+// canary's nodes one at a time, then the rest maxUnavailable at a time (the
+// DaemonSet controller's scaling: a percentage of nodes, rounded up, at
+// least one). A canary adds at most canary x pace to the rollout without it.
+func Length(nodes int, maxUnavailable intstr.IntOrString, canary int, pace time.Duration) time.Duration {
+	canary = max(0, min(canary, nodes))
+	wave, err := intstr.GetScaledValueFromIntOrPercent(&maxUnavailable, nodes, true)
+	if err != nil || wave < 1 {
+		wave = 1
+	}
+	rest := nodes - canary
+	waves := (rest + wave - 1) / wave
+	return time.Duration(canary+waves) * pace
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 var (
@@ -186,6 +187,31 @@ func TestHuman(t *testing.T) {
 	} {
 		if got := Human(d); got != want {
 			t.Errorf("Human(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestLengthWithACanary(t *testing.T) {
+	const pace = 27 * time.Second
+	tenth := intstr.FromString("10%")
+	for _, c := range []struct {
+		nodes, canary int
+		speed         intstr.IntOrString
+		want          time.Duration
+	}{
+		{1000, 0, tenth, 10 * pace},
+		{1000, 3, tenth, 3*pace + 10*pace},
+		{5000, 3, tenth, 3*pace + 10*pace},
+		{1000, 3, intstr.FromInt32(1), 1000 * pace},
+		{1000, 0, intstr.FromInt32(1), 1000 * pace},
+		{3, 3, tenth, 3 * pace},
+	} {
+		got := Length(c.nodes, c.speed, c.canary, pace)
+		if got != c.want {
+			t.Errorf("%d nodes, canary %d, maxUnavailable %s: %s, want %s", c.nodes, c.canary, c.speed.String(), got, c.want)
+		}
+		if without := Length(c.nodes, c.speed, 0, pace); got-without > time.Duration(c.canary)*pace {
+			t.Errorf("%d nodes, canary %d: adds %s, more than the canary's nodes one at a time", c.nodes, c.canary, got-without)
 		}
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -739,7 +740,7 @@ func report(cfg config, results []result) {
 		"network probe skipped (the runbook has none)\n\n", cfg.rolloutStep, realPace, scale, cfg.statusLag)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "nodes\tfloor\trunbook\twinready\tx floor\tx runbook\trollouts winready/runbook\tpods replaced\tStalled\t"+
-		"longest rollout at 27s/node\tlongest gap at 27s/node\treq/node\treconciles\tevent->patch p50\tp95\theap MiB\tRSS MiB\t")
+		"longest rollout at 27s/node\tlongest gap at 27s/node\tcanary at 27s/node\treq/node\treconciles\tevent->patch p50\tp95\theap MiB\tRSS MiB\t")
 	for _, r := range results {
 		total := 0
 		for _, v := range r.requests {
@@ -749,15 +750,18 @@ func report(cfg config, results []result) {
 		if r.stalled != "" {
 			stalled = "YES"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%d/%d\t%d/%d\t%s\t%s\t%s\t%.1f\t%d\t%s\t%s\t%.1f\t%.1f\t\n", r.nodes,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.3f\t%.3f\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\t%.1f\t%d\t%s\t%s\t%.1f\t%.1f\t\n", r.nodes,
 			r.floor.Round(time.Millisecond), r.runbook.Round(time.Millisecond), r.wall.Round(time.Millisecond),
 			r.wall.Seconds()/r.floor.Seconds(), r.wall.Seconds()/r.runbook.Seconds(),
 			r.rollouts, r.runbookRollouts, r.replacements, r.runbookReplacements, stalled,
 			rollout.Human(time.Duration(float64(r.longestWait)*scale)), rollout.Human(time.Duration(float64(r.longestGap)*scale)),
-			float64(total)/float64(r.nodes), r.reconciles,
+			canaryCost(r.nodes), float64(total)/float64(r.nodes), r.reconciles,
 			r.p50.Round(time.Millisecond), r.p95.Round(time.Millisecond), r.heapMiB, r.rssMiB)
 	}
 	_ = tw.Flush()
+	fmt.Printf("\ncanary: what spec.rollout.canary's %d nodes, one at a time, add to one rollout at maxUnavailable %s and %s a node "+
+		"(the rollout's length with the canary, and the time added; computed from the pace: the canary's check runs while the "+
+		"rollout goes on, so it adds none)\n", v1alpha1.DefaultCanaryNodes, canarySpeed.String(), realPace)
 	for _, r := range results {
 		if r.stalled != "" {
 			fmt.Printf("\nStalled at %d nodes: %s\n", r.nodes, r.stalled)
@@ -823,4 +827,16 @@ func reportRequests(cfg config, lastRes result) {
 		fmt.Printf("\nquiet window of %s after Ready at %d nodes: %d writes, %d reconciles\n",
 			cfg.quiet, lastRes.nodes, lastRes.quietWrites, lastRes.quietReconciles)
 	}
+}
+
+// canarySpeed is the spec.rollout.maxUnavailable the canary column assumes:
+// a rollout of a tenth of the nodes at a time.
+var canarySpeed = intstr.FromString("10%")
+
+// canaryCost is the length of one calico-node rollout over nodes at the
+// real pace with the default canary, and what the canary adds to it.
+func canaryCost(nodes int) string {
+	with := rollout.Length(nodes, canarySpeed, v1alpha1.DefaultCanaryNodes, realPace)
+	without := rollout.Length(nodes, canarySpeed, 0, realPace)
+	return fmt.Sprintf("%s (+%s)", rollout.Human(with), rollout.Human(with-without))
 }

@@ -58,3 +58,14 @@ func TestEventToPatchPairsEachChangeWithTheReportBeforeIt(t *testing.T) {
 		t.Errorf("eventToPatch = %v, want %v", got, want)
 	}
 }
+
+func TestCanaryCostAddsTheCanarysNodesAtThePace(t *testing.T) {
+	// 1,000 nodes at 10%: ten waves of 100 nodes; the canary's three nodes
+	// one at a time add three paces of 27 s.
+	if got, want := canaryCost(1000), "5m51s (+1m21s)"; got != want {
+		t.Errorf("canaryCost(1000) = %q, want %q", got, want)
+	}
+	if got, want := canaryCost(5000), "5m51s (+1m21s)"; got != want {
+		t.Errorf("canaryCost(5000) = %q, want %q", got, want)
+	}
+}
