@@ -78,7 +78,7 @@ var _ = Describe("The canary inside calico-node's rollout, on the Tigera operato
 // playCheckPods plays the pod network check's pods on the real backend's
 // kwok nodes, until the container's specs end.
 func playCheckPods() {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Logger: GinkgoLogr, Metrics: metricsserver.Options{BindAddress: "0"}})
 	Expect(err).NotTo(HaveOccurred())
 	pods := calicosim.NewPodChecks(round.DefaultNamespace)
 	Expect(pods.SetupWithManager(mgr)).To(Succeed())

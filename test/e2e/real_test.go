@@ -293,9 +293,13 @@ func (b *realBackend) Seed(ctx context.Context, c client.Client, cl calicosim.Cl
 		if err := c.Create(ctx, node); err != nil {
 			return err
 		}
-		// kwok writes the node's status too: patch only the address.
+		// kwok writes the node's status too: patch only the addresses, both
+		// kinds its node-initialize stage looks for. Given one without the
+		// other, it writes the list again with the missing one alone, and
+		// the InternalIP the rounds pair nodes by would be lost.
 		base := node.DeepCopy()
-		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.InternalIP}}
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.InternalIP},
+			{Type: corev1.NodeHostName, Address: n.Name}}
 		if err := c.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
 			return err
 		}
