@@ -65,6 +65,8 @@ var _ = Describe("The canary inside calico-node's rollout, on the Tigera operato
 		Expect(c.State).To(Equal(v1alpha1.CanaryPassed))
 		Expect(c.Nodes).To(HaveLen(2), "the canary's nodes, named from the pods the DaemonSet controller labelled")
 		GinkgoWriter.Printf("canary: nodes %v, %s\n", c.Nodes, c.Round.Diagnosis)
+		Expect(c.Round.TestedPairs).To(Equal(int32(2+2*3*2)),
+			"the canary's two nodes test each other and three nodes on the old calico-node each, both ways")
 		By("giving calico-node's new template maxUnavailable 1, then the spec's")
 		seen := paces()
 		GinkgoWriter.Printf("canary: calico-node's template generation and maxUnavailable as it changed: %v\n", seen)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -325,8 +326,46 @@ func (b *realBackend) Seed(ctx context.Context, c client.Client, cl calicosim.Cl
 		}
 	}
 	return wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		return healthy() == nil && hasStatus(ctx, c, calico.StatusCalico) && b.poolsServed(ctx, c, cl.Pools), nil
+		addressed, err := keepAddresses(ctx, c, cl)
+		if err != nil {
+			return false, err
+		}
+		return addressed && healthy() == nil && hasStatus(ctx, c, calico.StatusCalico) && b.poolsServed(ctx, c, cl.Pools), nil
 	})
+}
+
+// keepAddresses says whether every seeded node kwok has initialized (Ready)
+// shows its InternalIP, and writes it again on one that lost it: kwok's
+// heartbeat writes back the addresses it read, and one that read the node
+// before the seed's patch takes the InternalIP away again. The rounds pair
+// nodes by it.
+func keepAddresses(ctx context.Context, c client.Client, cl calicosim.Cluster) (bool, error) {
+	all := true
+	for _, n := range cl.Nodes {
+		node := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKey{Name: n.Name}, node); err != nil {
+			return false, err
+		}
+		ready := slices.ContainsFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool {
+			return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+		})
+		has := slices.ContainsFunc(node.Status.Addresses, func(a corev1.NodeAddress) bool {
+			return a.Type == corev1.NodeInternalIP && a.Address == n.InternalIP
+		})
+		if ready && has {
+			continue
+		}
+		all = false
+		if !has {
+			base := node.DeepCopy()
+			node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.InternalIP},
+				{Type: corev1.NodeHostName, Address: n.Name}}
+			if err := c.Status().Patch(ctx, node, client.MergeFrom(base)); err != nil {
+				return false, err
+			}
+		}
+	}
+	return all, nil
 }
 
 // poolsServed tells whether every pool of the Installation is served through
