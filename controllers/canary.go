@@ -62,6 +62,15 @@ func (rolloutCanary) join(s *scope, t *stepTurn) {
 	if c := s.wr.Status.Canary; c != nil && c.State == v1alpha1.CanaryFailed && !c.Reverted {
 		return // the write that takes the failed canary's changes back
 	}
+	if c := s.wr.Status.Canary; c != nil && c.Direction == t.in.Direction && c.State != v1alpha1.CanaryFailed &&
+		slices.Contains(c.Steps, t.step.Name()) {
+		// A later write of a step the canary's write included: the same
+		// rollout, whose canary goes on (and keeps its pace until it passes).
+		if c.State == v1alpha1.CanaryRolling || c.State == v1alpha1.CanaryChecking {
+			t.batch.changes = slices.DeleteFunc(t.batch.changes, func(c calico.Change) bool { return c.Pointer == calico.PathNodeMaxUnavailable })
+		}
+		return
+	}
 	s.wr.Status.Canary = nil
 	size := canarySize(s, t.in)
 	if size == 0 {
@@ -88,13 +97,13 @@ func (rolloutCanary) join(s *scope, t *stepTurn) {
 func (rolloutCanary) prepare(context.Context, walk, *scope, *stepTurn) error { return nil }
 
 func (k rolloutCanary) rolling(ctx context.Context, w walk, s *scope, t *stepTurn) Outcome {
-	return k.advance(ctx, w, s, t.step.Name(), t.in)
+	return k.advance(ctx, w, s, t.step.Name(), t.in, false)
 }
 
 // prove finishes a canary whose check outlasted the rollout: the step is
 // done once the check has passed.
 func (k rolloutCanary) prove(ctx context.Context, w walk, s *scope, t *stepTurn) Outcome {
-	return k.advance(ctx, w, s, t.step.Name(), t.in)
+	return k.advance(ctx, w, s, t.step.Name(), t.in, true)
 }
 
 func (rolloutCanary) plan(s *scope, in phase.Input, plan []v1alpha1.PlannedChange) []v1alpha1.PlannedChange {
@@ -163,6 +172,13 @@ func canarySize(s *scope, in phase.Input) int {
 	return max(0, min(n, nodes-1))
 }
 
+// canaryOff says whether the spec turns the canary off: spec.rollout.canary
+// 0 (or 0%), or the pod network check disabled.
+func canaryOff(s *scope) bool {
+	c := s.wr.Spec.Rollout.Canary
+	return s.wr.Spec.PodNetworkCheck.Disabled || c != nil && (c.Type == intstr.Int && c.IntVal == 0 || c.Type == intstr.String && c.StrVal == "0%")
+}
+
 // templateGeneration is calico-node's template generation, 0 when unknown.
 func templateGeneration(ds *appsv1.DaemonSet) int64 {
 	if ds == nil {
@@ -182,12 +198,19 @@ func maxUnavailableShown(in phase.Input) string {
 	return ru.MaxUnavailable.String()
 }
 
-// advance moves the canary of step's write on: it waits for the canary's
-// nodes, checks them, and on the verdict raises the pace or stops for the
-// revert.
-func (k rolloutCanary) advance(ctx context.Context, w walk, s *scope, step v1alpha1.StepName, in phase.Input) Outcome {
+// advance moves the canary of the write step was part of on: it waits for
+// the canary's nodes, checks them, and on the verdict raises the pace or
+// stops for the revert.
+//
+// settled says the step has settled (prove): a step that re-renders
+// calico-node settled with no new template means no rollout came of the
+// write, and the canary goes.
+func (k rolloutCanary) advance(ctx context.Context, w walk, s *scope, step v1alpha1.StepName, in phase.Input, settled bool) Outcome {
+	// Any step of the write: the one that waits for calico-node's rollout
+	// may come after the step whose turn made it (in a rollback, the
+	// Windows dataplane's turn writes BGP back too).
 	c := s.wr.Status.Canary
-	if c == nil || len(c.Steps) == 0 || c.Steps[0] != step || c.Direction != in.Direction {
+	if c == nil || !slices.Contains(c.Steps, step) || c.Direction != in.Direction {
 		return done()
 	}
 	switch c.State {
@@ -197,11 +220,19 @@ func (k rolloutCanary) advance(ctx context.Context, w walk, s *scope, step v1alp
 	default:
 		return done()
 	}
-	if canarySize(s, in) == 0 {
+	if canaryOff(s) {
 		// Turned off midway (spec.rollout.canary: 0, or the check disabled).
 		return k.pass(ctx, w, s, in, "the canary was turned off")
 	}
 	if c.State == v1alpha1.CanaryRolling {
+		if gen := templateGeneration(in.Cluster.Node); gen <= c.FromTemplateGeneration {
+			// Not rendered yet (the step's own wait says so), or, once a
+			// step that re-renders calico-node settled, never: no rollout.
+			if settled && slices.Contains(rendersCalicoNode, step) && in.Cluster.Node != nil {
+				s.wr.Status.Canary = nil
+			}
+			return done()
+		}
 		return k.await(ctx, w, s, in)
 	}
 	return k.collect(ctx, w, s, in)
@@ -212,9 +243,6 @@ func (k rolloutCanary) advance(ctx context.Context, w walk, s *scope, step v1alp
 func (k rolloutCanary) await(ctx context.Context, w walk, s *scope, in phase.Input) Outcome {
 	c := s.wr.Status.Canary
 	gen := templateGeneration(in.Cluster.Node)
-	if gen <= c.FromTemplateGeneration {
-		return done() // not rendered yet: the step's own wait says so
-	}
 	updated, err := updatedNodes(ctx, w.Client, gen)
 	if err != nil {
 		return failed(err)

@@ -38,14 +38,20 @@ var _ = Describe("The canary inside calico-node's rollout", func() {
 			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 			wr.Spec.Rollout.Canary = ptr.To(intstr.FromInt32(2))
 		})
-		Eventually(func() v1alpha1.CanaryState { return ptr.Deref(canary(), v1alpha1.CanaryStatus{}).State }).
-			WithTimeout(time.Minute).Should(Equal(v1alpha1.CanaryFailed))
+		// The rollout stands still while the canary's check runs (nodes
+		// whose calico-node starts slowly), so that the nodes it had not
+		// reached are still there however long the check takes.
+		state := func() v1alpha1.CanaryState { return ptr.Deref(canary(), v1alpha1.CanaryStatus{}).State }
+		Eventually(state).WithTimeout(time.Minute).Should(Equal(v1alpha1.CanaryChecking))
+		sim.HoldRollouts()
+		Eventually(state).WithTimeout(time.Minute).Should(Equal(v1alpha1.CanaryFailed))
 		st := stats()
 		Expect(st.MostUnavailable).To(Equal(1), "the canary rolled one node at a time")
 		Expect(len(st.PerNode)).To(BeNumerically("<", nodes), "the rollout stopped before every node ran the new calico-node")
 		// The revert rolls the canary's nodes back at the spec's pace, as a
 		// rollback does; it need not be slow here.
 		sim.SetRolloutStep(0)
+		sim.ReleaseRollouts()
 		Eventually(on.Condition(conditions.Stalled)).WithTimeout(time.Minute).Should(And(
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", conditions.ReasonCanaryFailed),
 			HaveField("Message", And(ContainSubstring("steps BGP, ServicesEndpoint, ServiceCIDRs, WindowsDataplane were reverted"),
@@ -68,12 +74,21 @@ var _ = Describe("The canary inside calico-node's rollout", func() {
 	It("lets a healthy rollout finish at spec.rollout.maxUnavailable once the canary's nodes pass", func() {
 		seed(calicosim.MainClusterOf(nodes))
 		sim.ResetRolloutStats()
-		sim.SetRolloutStep(perNode / 2)
+		sim.SetRolloutStep(perNode)
 		op = startOperator(nil, nil)
 		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 			wr.Spec.Rollout.Canary = ptr.To(intstr.FromInt32(2))
 		})
+		// The rollout stands still while the canary's check runs, as nodes
+		// whose calico-node starts slowly would: what is left of it after
+		// the check shows the pace it goes on at, however long the check
+		// takes on a loaded machine.
+		state := func() v1alpha1.CanaryState { return ptr.Deref(canary(), v1alpha1.CanaryStatus{}).State }
+		Eventually(state).WithTimeout(time.Minute).Should(Equal(v1alpha1.CanaryChecking))
+		sim.HoldRollouts()
+		Eventually(state).WithTimeout(time.Minute).Should(Equal(v1alpha1.CanaryPassed))
+		sim.ReleaseRollouts()
 		Eventually(on.Phase).WithTimeout(time.Minute).Should(Equal(v1alpha1.PhaseReady))
 		c := canary()
 		Expect(c.State).To(Equal(v1alpha1.CanaryPassed))
@@ -84,6 +99,24 @@ var _ = Describe("The canary inside calico-node's rollout", func() {
 		Expect(st.MostUnavailable).To(Equal(2), "the rollout went on at the spec's pace after the canary")
 		Expect(st.PerNode).To(HaveLen(nodes))
 		Expect(st.PerNode).To(HaveEach(1), "each node's calico-node was replaced once")
+	})
+
+	It("gives the rollback's rollout the same canary", func() {
+		seed(calicosim.MainClusterOf(nodes))
+		op = startOperator(nil, nil)
+		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+			wr.Spec.Rollout.Canary = ptr.To(intstr.FromInt32(2))
+		})
+		Eventually(on.Phase).WithTimeout(time.Minute).Should(Equal(v1alpha1.PhaseReady))
+		sim.ResetRolloutStats()
+		sim.SetRolloutStep(perNode / 2)
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.Phase).WithTimeout(time.Minute).Should(Equal(v1alpha1.PhaseRolledBack))
+		c := canary()
+		Expect(c).To(HaveValue(And(HaveField("Direction", v1alpha1.DirectionRollback), HaveField("State", v1alpha1.CanaryPassed),
+			HaveField("Nodes", HaveLen(2)))))
+		Expect(stats()).To(HaveField("Rollouts", 1), "one rollout")
 	})
 
 	It("has no canary with spec.rollout.canary 0", func() {
