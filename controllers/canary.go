@@ -120,6 +120,10 @@ func (rolloutCanary) plan(s *scope, in phase.Input, plan []v1alpha1.PlannedChang
 	if !ok {
 		return plan
 	}
+	if c := s.wr.Status.Canary; c == nil || c.State == v1alpha1.CanaryPlanned {
+		s.wr.Status.Canary = &v1alpha1.CanaryStatus{Steps: []v1alpha1.StepName{plan[i].Step}, Direction: in.Direction,
+			State: v1alpha1.CanaryPlanned, Size: int32(size)}
+	}
 	// The spec's pace, which the rollout speed planned at i, follows the
 	// canary's instead.
 	step := plan[i].Step

@@ -42,6 +42,9 @@ func (r dryRun) reconcile(ctx context.Context, s *scope) Outcome {
 	if !s.adopted() {
 		msg += "; the UDP 4789 probe runs then"
 	}
+	if c := s.wr.Status.Canary; c != nil && c.State == v1alpha1.CanaryPlanned {
+		msg += fmt.Sprintf("; calico-node's rollout begins with a canary of %d nodes (status.canary)", c.Size)
+	}
 	return stop(conditions.ReasonDryRun, "%s", msg)
 }
 

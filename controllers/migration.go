@@ -35,9 +35,12 @@ func (r migration) reconcile(ctx context.Context, s *scope) Outcome {
 	)
 }
 
-// clearPlan drops a dry run's plan once changes are made.
+// clearPlan drops a dry run's plan, and its canary, once changes are made.
 func clearPlan(_ context.Context, s *scope) Outcome {
 	s.wr.Status.Plan = nil
+	if c := s.wr.Status.Canary; c != nil && c.State == v1alpha1.CanaryPlanned {
+		s.wr.Status.Canary = nil
+	}
 	return done()
 }
 

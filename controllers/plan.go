@@ -30,6 +30,9 @@ type PlanResult struct {
 	Targets *v1alpha1.Targets `json:"targets,omitempty"`
 	// Plan is every change the migration would make, in order.
 	Plan []v1alpha1.PlannedChange `json:"plan"`
+	// Canary is the canary calico-node's rollout would begin with, when
+	// there is one (spec.rollout.canary).
+	Canary *v1alpha1.CanaryStatus `json:"canary,omitempty"`
 }
 
 // PlanCluster runs the preflight checks and the dry run of the operator for
@@ -69,6 +72,6 @@ func PlanCluster(ctx context.Context, c client.Client, d preflight.Discovery, wr
 		// A value could not be detected, or the address failed its proof.
 		return res, errors.New(o.Message)
 	}
-	res.Targets, res.Plan = s.wr.Status.Targets, s.wr.Status.Plan
+	res.Targets, res.Plan, res.Canary = s.wr.Status.Targets, s.wr.Status.Plan, s.wr.Status.Canary
 	return res, nil
 }

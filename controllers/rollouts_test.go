@@ -67,6 +67,9 @@ var _ = Describe("calico-node rollouts the migration forces", func() {
 		Expect(speed).To(HaveExactElements(
 			And(HaveField("Step", v1alpha1.StepBGP), HaveField("Before", "1"), HaveField("After", "25%")),
 			And(HaveField("Step", v1alpha1.StepWindowsDataplane), HaveField("Before", "25%"), HaveField("After", "1"))))
+		Expect(on.WR().Status.Canary).To(HaveValue(And(HaveField("State", v1alpha1.CanaryPlanned), HaveField("Size", int32(3)),
+			HaveField("Steps", ConsistOf(v1alpha1.StepBGP)))), "the rollout begins with the default canary of three nodes")
+		Expect(on.Condition(conditions.Ready)()).To(HaveField("Message", ContainSubstring("begins with a canary of 3 nodes")))
 	})
 
 	It("refuses a count above a quarter of the nodes before BGP is turned off, and goes on once it is lowered", func() {

@@ -99,10 +99,13 @@ type PodNetworkCheckStatus struct {
 }
 
 // CanaryState is where the canary of a rollout stands.
-// +kubebuilder:validation:Enum=Rolling;Checking;Passed;Failed
+// +kubebuilder:validation:Enum=Planned;Rolling;Checking;Passed;Failed
 type CanaryState string
 
 const (
+	// CanaryPlanned means a dry run's plan: the rollout would begin with
+	// this canary.
+	CanaryPlanned CanaryState = "Planned"
 	// CanaryRolling means calico-node rolls one node at a time until the
 	// canary's nodes run the new one.
 	CanaryRolling CanaryState = "Rolling"

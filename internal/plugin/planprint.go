@@ -30,6 +30,7 @@ func PrintPlan(w io.Writer, res controllers.PlanResult) {
 	if res.Passed && res.Targets != nil {
 		printTargets(w, res.Targets)
 		printChanges(w, res.Plan)
+		printCanary(w, res.Canary)
 	}
 }
 
@@ -112,6 +113,24 @@ func printChanges(w io.Writer, plan []v1alpha1.PlannedChange) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Step, c.Object, c.Field, oneLine(c.Before), oneLine(c.After))
 	}
 	tw.Flush()
+}
+
+// printCanary says how calico-node's rollout would begin.
+func printCanary(w io.Writer, c *v1alpha1.CanaryStatus) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nCanary: calico-node's rollout (step %s) begins one node at a time; once %d nodes run the new calico-node, "+
+		"the pod network check runs between them and the others, and the rollout goes on at spec.rollout.maxUnavailable "+
+		"if it passes, or the step's changes are taken back if it fails (spec.rollout.canary).\n", stepList(c.Steps), c.Size)
+}
+
+func stepList(steps []v1alpha1.StepName) string {
+	out := make([]string, len(steps))
+	for i, s := range steps {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
 }
 
 // oneLine keeps a table row on one line.
