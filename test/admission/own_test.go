@@ -8,6 +8,7 @@ import (
 	calicov3 "github.com/projectcalico/api/pkg/apis/projectcalico/v3"
 	operatorv1 "github.com/tigera/operator/api/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -30,6 +31,12 @@ var _ = Describe("winready's own writes", func() {
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, ipam))).To(Succeed())
 		})
 		setInstallation()
+		// A pace of its own, narrower than the spec's 10%: the canary slows
+		// it to one node, the spec's follows, and the original is put back.
+		inst := &operatorv1.Installation{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: calico.InstallationName}, inst)).To(Succeed())
+		inst.Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("5%"))
+		Expect(k8s.Update(ctx, inst)).To(Succeed())
 		inState(then2(named, migratingAt10))
 
 		readers := phase.Readers{Cache: k8s, API: k8s}
@@ -64,27 +71,38 @@ var _ = Describe("winready's own writes", func() {
 			Expect(calico.Apply(ctx, k8s, read(), due)).To(Succeed(), "%s %s, as an admin", dir, what)
 			sent[dir] += len(due)
 		}
-		walk := func(dir v1alpha1.Direction, steps []phase.Step) {
+		// canary says whether the first change that re-renders calico-node
+		// goes out at the canary's pace (spec.rollout.canary), raised to the
+		// spec's once the canary passes, or at the spec's at once.
+		walk := func(dir v1alpha1.Direction, steps []phase.Step, canary bool) {
 			for _, st := range steps {
 				write(string(st.Name()), dir, func(in phase.Input) []calico.Change {
 					changes := st.Diff(in)
 					if st.Name() == v1alpha1.StepBGP {
 						// The speed rides along with the first change
 						// that re-renders calico-node.
-						changes = append(changes, speed.Faster(in)...)
+						if canary {
+							slower, ok := speed.Canary(in)
+							Expect(ok).To(BeTrue(), "a canary for this rollout")
+							changes = append(changes, slower...)
+						} else {
+							changes = append(changes, speed.Faster(in)...)
+						}
 					}
 					return changes
 				})
+				if st.Name() == v1alpha1.StepBGP && canary {
+					write("the pace after the canary", dir, speed.AfterCanary)
+				}
 			}
 		}
 
-		walk(v1alpha1.DirectionMigrate, phase.Steps())
+		walk(v1alpha1.DirectionMigrate, phase.Steps(), true)
 		write("the speed put back", v1alpha1.DirectionMigrate, func(in phase.Input) []calico.Change { return speed.Restore(in, true) })
-		Expect(sent[v1alpha1.DirectionMigrate]).To(BeNumerically(">=", 7), "strictAffinity, encapsulation, BGP, host, port, "+
-			"serviceCIDRs, the Windows dataplane, the speed")
+		Expect(sent[v1alpha1.DirectionMigrate]).To(BeNumerically(">=", 10), "strictAffinity, encapsulation, BGP, host, port, "+
+			"serviceCIDRs, the Windows dataplane, the canary's pace, the spec's pace, the original pace")
 
 		By("the Tigera operator writes windowsNodes once the Windows dataplane is on")
-		inst := &operatorv1.Installation{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: calico.InstallationName}, inst)).To(Succeed())
 		inst.Spec.WindowsNodes = &operatorv1.WindowsNodeSpec{CNIBinDir: "/opt/cni/bin"}
 		Expect(k8s.Update(ctx, inst)).To(Succeed())
@@ -92,7 +110,7 @@ var _ = Describe("winready's own writes", func() {
 		inState(then2(named, migratingAt10, rollingBack))
 		reversed := slices.Clone(phase.Steps())
 		slices.Reverse(reversed)
-		walk(v1alpha1.DirectionRollback, reversed)
+		walk(v1alpha1.DirectionRollback, reversed, false)
 		write("the speed put back", v1alpha1.DirectionRollback, func(in phase.Input) []calico.Change { return speed.Restore(in, true) })
 		Expect(sent[v1alpha1.DirectionRollback]).To(BeNumerically(">=", 7))
 
