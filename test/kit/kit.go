@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -61,7 +62,33 @@ type Options struct {
 	// Timeout bounds each wait of the Cluster's methods when their context
 	// has no deadline of its own; zero means DefaultTimeout.
 	Timeout time.Duration
+	// CalicoCRDSet says which of Calico's CRDs the control plane has; zero
+	// means all of them. Environment reads it; New needs all of them.
+	CalicoCRDSet CalicoCRDSet
+	// NoWinreadyCRD leaves winready's own CRD out of the control plane, as in
+	// a cluster where winready is not installed. Environment reads it; New
+	// needs the CRD.
+	NoWinreadyCRD bool
+	// CRDDirectories are directories of further CRDs the control plane
+	// installs, besides winready's and Calico's; each must exist.
+	CRDDirectories []string
 }
+
+// CalicoCRDSet says which of Calico's CRDs a control plane has.
+type CalicoCRDSet int
+
+const (
+	// AllCalicoCRDs are the operator.tigera.io CRDs (operator/ of
+	// Options.CalicoCRDs) and Calico's own (calico/): a Calico cluster as the
+	// Tigera operator installs it.
+	AllCalicoCRDs CalicoCRDSet = iota
+	// OperatorCRDsOnly are the operator.tigera.io CRDs alone, from operator/
+	// of Options.CalicoCRDs: a cluster where Calico's own API is not served.
+	OperatorCRDsOnly
+	// NoCalicoCRDs are none of Calico's CRDs: a control plane without Calico.
+	// Neither Options.CalicoCRDs nor WINREADY_CALICO_CRDS is read.
+	NoCalicoCRDs
+)
 
 // Cluster is a running control plane with the simulated Calico cluster and
 // winready's reconciler.
@@ -104,6 +131,10 @@ func Start(t T, opts Options) *Cluster {
 // Tigera operator and winready's reconciler until Stop. It returns once the
 // seeded cluster is at rest. ctx bounds the start only.
 func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	if opts.NoWinreadyCRD || opts.CalicoCRDSet != AllCalicoCRDs {
+		return nil, errors.New("a Cluster needs winready's CRD and all of Calico's: " +
+			"Options.NoWinreadyCRD and Options.CalicoCRDSet are for Environment")
+	}
 	seed, err := parseSeed(opts.Seed)
 	if err != nil {
 		return nil, err
@@ -142,26 +173,47 @@ func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
 
 // Environment is the control plane with winready's CRD and Calico's, not yet
 // started: the one envtest environment of winready's suites. Of opts it reads
-// CalicoCRDs and ControlPlane.
+// CalicoCRDs, ControlPlane, CalicoCRDSet, NoWinreadyCRD and CRDDirectories.
+// The CRDs are given CRDInstallWait to be served and the control plane two
+// minutes to start unless KUBEBUILDER_CONTROLPLANE_START_TIMEOUT says
+// otherwise. A suite sets what else it needs on the environment before
+// starting it, kube-apiserver's flags for one
+// (env.ControlPlane.GetAPIServer().Configure()).
 func Environment(opts Options) (*envtest.Environment, error) { return environment(opts) }
 
-// environment is the control plane with winready's CRD and Calico's.
+// environment is the control plane with the CRDs opts asks for.
 func environment(opts Options) (*envtest.Environment, error) {
-	dir := opts.CalicoCRDs
-	if dir == "" {
-		dir = os.Getenv(CalicoCRDsEnv)
+	var dirs []string
+	if opts.CalicoCRDSet != NoCalicoCRDs {
+		dir := opts.CalicoCRDs
+		if dir == "" {
+			dir = os.Getenv(CalicoCRDsEnv)
+		}
+		if dir == "" {
+			return nil, fmt.Errorf("no Calico CRDs: set Options.CalicoCRDs or %s to a directory with operator/ and calico/ "+
+				"(bin/crds after hack/calico-crds.sh in a winready checkout)", CalicoCRDsEnv)
+		}
+		switch opts.CalicoCRDSet {
+		case AllCalicoCRDs:
+			dirs = append(dirs, filepath.Join(dir, "operator"), filepath.Join(dir, "calico"))
+		case OperatorCRDsOnly:
+			dirs = append(dirs, filepath.Join(dir, "operator"))
+		default:
+			return nil, fmt.Errorf("unknown Options.CalicoCRDSet %d: want AllCalicoCRDs, OperatorCRDsOnly or NoCalicoCRDs",
+				opts.CalicoCRDSet)
+		}
 	}
-	if dir == "" {
-		return nil, fmt.Errorf("no Calico CRDs: set Options.CalicoCRDs or %s to a directory with operator/ and calico/ "+
-			"(bin/crds after hack/calico-crds.sh in a winready checkout)", CalicoCRDsEnv)
-	}
-	own, err := crd.CRDs()
-	if err != nil {
-		return nil, err
+	dirs = append(dirs, opts.CRDDirectories...)
+	var own []*apiextensionsv1.CustomResourceDefinition
+	if !opts.NoWinreadyCRD {
+		var err error
+		if own, err = crd.CRDs(); err != nil {
+			return nil, err
+		}
 	}
 	env := &envtest.Environment{
 		CRDs:                  own,
-		CRDDirectoryPaths:     []string{filepath.Join(dir, "operator"), filepath.Join(dir, "calico")},
+		CRDDirectoryPaths:     dirs,
 		ErrorIfCRDPathMissing: true,
 		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: CRDInstallWait},
 		BinaryAssetsDirectory: opts.ControlPlane,

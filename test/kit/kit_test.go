@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,51 @@ func TestNewSaysWhereCalicosCRDsComeFrom(t *testing.T) {
 	_, err := kit.New(context.Background(), kit.Options{Seed: []byte(clusterYAML)})
 	if err == nil || !strings.Contains(err.Error(), "WINREADY_CALICO_CRDS") || !strings.Contains(err.Error(), "hack/calico-crds.sh") {
 		t.Fatalf("New: %v, want an error naming WINREADY_CALICO_CRDS and hack/calico-crds.sh", err)
+	}
+}
+
+func TestEnvironmentHasTheCRDsAsked(t *testing.T) {
+	t.Setenv(kit.CalicoCRDsEnv, "")
+	operator, calico := filepath.Join("crds", "operator"), filepath.Join("crds", "calico")
+	for _, tc := range []struct {
+		name     string
+		opts     kit.Options
+		winready bool
+		dirs     []string
+	}{
+		{"all", kit.Options{CalicoCRDs: "crds"}, true, []string{operator, calico}},
+		{"the operator's only", kit.Options{CalicoCRDs: "crds", CalicoCRDSet: kit.OperatorCRDsOnly}, true, []string{operator}},
+		{"no Calico, no directory needed", kit.Options{CalicoCRDSet: kit.NoCalicoCRDs}, true, nil},
+		{"bare", kit.Options{CalicoCRDSet: kit.NoCalicoCRDs, NoWinreadyCRD: true}, false, nil},
+		{"further directories", kit.Options{CalicoCRDs: "crds", CRDDirectories: []string{"mine"}}, true, []string{operator, calico, "mine"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, err := kit.Environment(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(env.CRDs) == 1; got != tc.winready {
+				t.Errorf("winready's CRD: %d CRDs, want it %v", len(env.CRDs), tc.winready)
+			}
+			if !slices.Equal(env.CRDDirectoryPaths, tc.dirs) {
+				t.Errorf("CRD directories %q, want %q", env.CRDDirectoryPaths, tc.dirs)
+			}
+			if !env.ErrorIfCRDPathMissing || env.CRDInstallOptions.MaxTime != kit.CRDInstallWait {
+				t.Errorf("a missing directory is no error, or the CRDs wait %v", env.CRDInstallOptions.MaxTime)
+			}
+		})
+	}
+}
+
+func TestNewRefusesAControlPlaneWithoutItsCRDs(t *testing.T) {
+	for _, opts := range []kit.Options{
+		{Seed: []byte(clusterYAML), CalicoCRDs: calicoCRDs, NoWinreadyCRD: true},
+		{Seed: []byte(clusterYAML), CalicoCRDs: calicoCRDs, CalicoCRDSet: kit.OperatorCRDsOnly},
+	} {
+		_, err := kit.New(context.Background(), opts)
+		if err == nil || !strings.Contains(err.Error(), "are for Environment") {
+			t.Errorf("New: %v, want an error saying the options are for Environment", err)
+		}
 	}
 }
 
