@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
@@ -21,8 +20,8 @@ var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
 	It("is refused with the fix in the message, and nothing is changed", long, func() {
 		// A control plane of its own: only the operator.tigera.io CRDs, as in
 		// a cluster with crd.projectcalico.org/v1 and no Calico API server.
-		env := &envtest.Environment{CRDDirectoryPaths: crdPaths(false), ErrorIfCRDPathMissing: true,
-			CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: kit.CRDInstallWait}}
+		env, err := kit.Environment(kit.Options{CalicoCRDs: calicoCRDs, CalicoCRDSet: kit.OperatorCRDsOnly})
+		Expect(err).NotTo(HaveOccurred())
 		restCfg, err := env.Start()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(env.Stop)
@@ -66,8 +65,8 @@ var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
 	It("says the Calico API server is down, in its APIService's words, while projectcalico.org/v3 answers 503", long, func() {
 		// A control plane of its own whose projectcalico.org/v3 is an
 		// aggregated API server that is not running.
-		env := &envtest.Environment{CRDDirectoryPaths: crdPaths(false), ErrorIfCRDPathMissing: true,
-			CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: kit.CRDInstallWait}}
+		env, err := kit.Environment(kit.Options{CalicoCRDs: calicoCRDs, CalicoCRDSet: kit.OperatorCRDsOnly})
+		Expect(err).NotTo(HaveOccurred())
 		restCfg, err := env.Start()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(env.Stop)

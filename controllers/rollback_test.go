@@ -1,6 +1,8 @@
 package controllers_test
 
 import (
+	"path/filepath"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -118,7 +120,7 @@ var _ = Describe("The Windows join gate", core, func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "windowsreadinesses.winready.io"}, crd)).To(Succeed())
 		Expect(k8s.Delete(ctx, crd)).To(Succeed())
 		reinstall := func() {
-			_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: crdPaths(false)[:1]})
+			_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{filepath.Join("..", "config", "crd", "bases")}})
 			Expect(err).NotTo(HaveOccurred())
 			Eventually(func() error { return k8s.List(ctx, &v1alpha1.WindowsReadinessList{}) }).Should(Succeed())
 		}

@@ -56,17 +56,8 @@ var (
 	simCancel func()
 )
 
-// crdPaths are winready's CRD and the Calico CRDs fetched by hack/calico-crds.sh.
-func crdPaths(calicoAPI bool) []string {
-	paths := []string{
-		filepath.Join("..", "config", "crd", "bases"),
-		filepath.Join("..", "bin", "crds", "operator"),
-	}
-	if calicoAPI {
-		paths = append(paths, filepath.Join("..", "bin", "crds", "calico"))
-	}
-	return paths
-}
+// calicoCRDs are the Calico CRDs fetched by hack/calico-crds.sh.
+var calicoCRDs = filepath.Join("..", "bin", "crds")
 
 // long and longest start the specs of ten seconds and more (the longest a
 // minute: every pass of it may fail) before the others, so that the suite's
@@ -92,10 +83,10 @@ var _ = BeforeSuite(func() {
 	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 	SetDefaultConsistentlyPollingInterval(50 * time.Millisecond)
 	SetDefaultConsistentlyDuration(300 * time.Millisecond)
-	testEnv = &envtest.Environment{CRDDirectoryPaths: crdPaths(true), ErrorIfCRDPathMissing: true,
-		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: kit.CRDInstallWait}}
-	auditLog = enableAudit(testEnv, GinkgoT().TempDir())
 	var err error
+	testEnv, err = kit.Environment(kit.Options{CalicoCRDs: calicoCRDs})
+	Expect(err).NotTo(HaveOccurred())
+	auditLog = enableAudit(testEnv, GinkgoT().TempDir())
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	scheme, err = controllers.NewScheme()
