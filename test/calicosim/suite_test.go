@@ -2,7 +2,6 @@ package calicosim_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit"
 )
 
 var (
@@ -36,16 +36,9 @@ func TestCalicoSim(t *testing.T) {
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	root := filepath.Join("..", "..")
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths: []string{
-			filepath.Join(root, "bin", "crds", "calico"),
-			filepath.Join(root, "bin", "crds", "operator"),
-		},
-		ErrorIfCRDPathMissing: true,
-		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: crdInstallWait},
-		BinaryAssetsDirectory: os.Getenv("KUBEBUILDER_ASSETS"),
-	}
 	var err error
+	testEnv, err = kit.Environment(kit.Options{CalicoCRDs: filepath.Join(root, "bin", "crds"), NoWinreadyCRD: true})
+	Expect(err).NotTo(HaveOccurred())
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	k8s, err = client.New(cfg, client.Options{Scheme: calico.NewScheme()})
@@ -96,8 +89,3 @@ func runSimulator(opts calicosim.Options) (*calicosim.Simulator, func()) {
 	DeferCleanup(stop)
 	return sim, stop
 }
-
-// crdInstallWait bounds the wait for the CRDs to be served: envtest's 10
-// seconds are short on two cores where make test starts several control
-// planes at once (the CRD install, not the start, timed out there).
-const crdInstallWait = 2 * time.Minute

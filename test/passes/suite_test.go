@@ -65,16 +65,9 @@ var _ = BeforeSuite(func() {
 	// a spec's clean-up.
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(20 * time.Millisecond)
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths: []string{
-			filepath.Join("..", "..", "config", "crd", "bases"),
-			filepath.Join("..", "..", "bin", "crds", "operator"),
-			filepath.Join("..", "..", "bin", "crds", "calico"),
-		},
-		ErrorIfCRDPathMissing: true,
-		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: kit.CRDInstallWait},
-	}
 	var err error
+	testEnv, err = kit.Environment(kit.Options{CalicoCRDs: filepath.Join("..", "..", "bin", "crds")})
+	Expect(err).NotTo(HaveOccurred())
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(testEnv.Stop)
