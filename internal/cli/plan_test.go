@@ -38,6 +38,7 @@ import (
 	"github.com/winready/winready/internal/plugin"
 	"github.com/winready/winready/internal/preflight"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit"
 	"github.com/winready/winready/test/kit/look"
 )
 
@@ -169,11 +170,9 @@ func TestPlan(t *testing.T) {
 	defer cancel()
 
 	root := filepath.Join("..", "..") // the repository's, from this package's directory
-	env := &envtest.Environment{
-		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases"),
-			filepath.Join(root, "bin", "crds", "operator"), filepath.Join(root, "bin", "crds", "calico")},
-		ErrorIfCRDPathMissing: true,
-		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: crdInstallWait},
+	env, err := kit.Environment(kit.Options{CalicoCRDs: filepath.Join(root, "bin", "crds")})
+	if err != nil {
+		t.Fatal(err)
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -439,8 +438,3 @@ func rowOf(out, word string) []string {
 	}
 	return nil
 }
-
-// crdInstallWait bounds the wait for the CRDs to be served: envtest's 10
-// seconds are short on two cores where make test starts several control
-// planes at once (the CRD install, not the start, timed out there).
-const crdInstallWait = 2 * time.Minute

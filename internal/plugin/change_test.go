@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/test/kit"
 )
 
 // The marker on spec.approvedSteps is the list's source. The generated CRD
@@ -136,7 +136,10 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 	}
 
 	// Not installed: an API server without winready's CRD.
-	bare := &envtest.Environment{}
+	bare, err := kit.Environment(kit.Options{CalicoCRDSet: kit.NoCalicoCRDs, NoWinreadyCRD: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	bareCfg, err := bare.Start()
 	if err != nil {
 		t.Fatal(err)

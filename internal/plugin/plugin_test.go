@@ -25,6 +25,7 @@ import (
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit"
 	"github.com/winready/winready/test/kit/look"
 )
 
@@ -45,12 +46,11 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	// Calico's CRDs too (make envtest-assets puts them in bin/crds): plan
 	// reads the Installation.
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases"),
-		filepath.Join("..", "..", "bin", "crds", "operator"), filepath.Join("..", "..", "bin", "crds", "calico")},
-		ErrorIfCRDPathMissing: true,
-		CRDInstallOptions:     envtest.CRDInstallOptions{MaxTime: crdInstallWait}}
+	env, err := kit.Environment(kit.Options{CalicoCRDs: filepath.Join("..", "..", "bin", "crds")})
+	if err != nil {
+		panic(err)
+	}
 	testEnv = env
-	var err error
 	cfg, err = env.Start()
 	if err != nil {
 		panic(err)
@@ -346,8 +346,3 @@ func TestVersionPrintsTheBuild(t *testing.T) {
 		t.Errorf("version printed %q, %v", out, err)
 	}
 }
-
-// crdInstallWait bounds the wait for the CRDs to be served: envtest's 10
-// seconds are short on two cores where make test starts several control
-// planes at once (the CRD install, not the start, timed out there).
-const crdInstallWait = 2 * time.Minute
