@@ -15,8 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/winready/winready/test/kit"
 )
 
 // clusterRoles decodes every ClusterRole in file.
@@ -151,7 +152,10 @@ func TestRolesForPeople(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env := &envtest.Environment{}
+	env, err := kit.Environment(kit.Options{CalicoCRDSet: kit.NoCalicoCRDs, NoWinreadyCRD: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("starting envtest: %v", err)

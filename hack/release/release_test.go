@@ -21,10 +21,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/winready/winready/test/install"
+	"github.com/winready/winready/test/kit"
 )
 
 var testMeta = imageMeta{Version: "v0.1.0", Revision: "0123abcd", Source: source, Created: time.Unix(1764720000, 0).UTC()}
@@ -354,7 +354,10 @@ func checkSums(t *testing.T, dist string) {
 // server, as kubectl apply -f does on an empty cluster.
 func applyToEnvtest(t *testing.T, manifest string) {
 	t.Helper()
-	env := &envtest.Environment{}
+	env, err := kit.Environment(kit.Options{CalicoCRDSet: kit.NoCalicoCRDs, NoWinreadyCRD: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("starting envtest (KUBEBUILDER_ASSETS): %v", err)
