@@ -236,9 +236,9 @@ func newEnvironment(workdir, auditLog string) (*envtest.Environment, error) {
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("config", "crd", "bases"), filepath.Join("bin", "crds", "operator"), filepath.Join("bin", "crds", "calico")},
-		ErrorIfCRDPathMissing: true,
+	env, err := kit.Environment(kit.Options{CalicoCRDs: filepath.Join("bin", "crds")})
+	if err != nil {
+		return nil, err
 	}
 	args := env.ControlPlane.GetAPIServer().Configure()
 	args.Set("audit-policy-file", policy)

@@ -39,6 +39,7 @@ import (
 	"github.com/winready/winready/internal/metrics"
 	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit"
 )
 
 // operatorNamespace is where winready records the originals; its probe
@@ -65,13 +66,9 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 	logf.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(logLevel(verbose)),
 		zap.RawZapOpts(uberzap.WrapCore(func(c zapcore.Core) zapcore.Core { return quietShutdown{c, mgrCtx} }))))
 
-	env := &envtest.Environment{
-		CRDDirectoryPaths: []string{
-			filepath.Join("config", "crd", "bases"),
-			filepath.Join("bin", "crds", "operator"),
-			filepath.Join("bin", "crds", "calico"),
-		},
-		ErrorIfCRDPathMissing: true,
+	env, err := kit.Environment(kit.Options{CalicoCRDs: filepath.Join("bin", "crds")})
+	if err != nil {
+		return err
 	}
 	fmt.Println("starting a local control plane (kube-apiserver, etcd) ...")
 	cfg, err := env.Start()

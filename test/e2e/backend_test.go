@@ -21,6 +21,7 @@ import (
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit"
 )
 
 // A backend is what plays Calico for the scenarios: the simulator, or the
@@ -55,11 +56,11 @@ type simBackend struct {
 }
 
 func (b *simBackend) Start(ctx context.Context) (*rest.Config, error) {
-	b.env = &envtest.Environment{
-		CRDDirectoryPaths: []string{filepath.Join(repoRoot, "config", "crd", "bases"),
-			filepath.Join(repoRoot, "bin", "crds", "operator"), filepath.Join(repoRoot, "bin", "crds", "calico")},
-		ErrorIfCRDPathMissing: true,
+	env, err := kit.Environment(kit.Options{CalicoCRDs: filepath.Join(repoRoot, "bin", "crds")})
+	if err != nil {
+		return nil, err
 	}
+	b.env = env
 	cfg, err := b.env.Start()
 	if err != nil {
 		return nil, err

@@ -28,6 +28,7 @@ import (
 
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/test/calicosim"
+	"github.com/winready/winready/test/kit"
 )
 
 // realBackend runs the real Tigera operator (E2E_OPERATOR_VERSION, v1.43.0
@@ -99,15 +100,18 @@ func (b *realBackend) Start(ctx context.Context) (*rest.Config, error) {
 	if err := os.WriteFile(filepath.Join(crds, "calico.yaml"), out, 0o600); err != nil {
 		return nil, err
 	}
-	// The operator prints its own operator.tigera.io CRDs too (Calico's, not Enterprise's).
-	crdPaths := []string{filepath.Join(repoRoot, "config", "crd", "bases"), crds}
+	// The operator prints its own operator.tigera.io CRDs too (Calico's, not
+	// Enterprise's): the environment takes none of kit's Calico CRDs.
+	crdPaths := []string{crds}
 	if !servesV3(out) {
 		// Before v1.42 the operator knows crd.projectcalico.org/v1 CRDs only,
 		// and projectcalico.org/v3 is the Calico API server's.
 		b.apiServer = &apiServerStandIn{noPoolController: !hasPoolController(operatorVersion())}
 		crdPaths = append(crdPaths, filepath.Join(repoRoot, "bin", "crds", "calico"))
 	}
-	b.env = &envtest.Environment{CRDDirectoryPaths: crdPaths, ErrorIfCRDPathMissing: true}
+	if b.env, err = kit.Environment(kit.Options{CalicoCRDSet: kit.NoCalicoCRDs, CRDDirectories: crdPaths}); err != nil {
+		return nil, err
+	}
 	if err := b.auditWrites(); err != nil {
 		return nil, err
 	}
