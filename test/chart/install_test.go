@@ -203,6 +203,13 @@ func equalResources(a, b corev1.ResourceRequirements) bool {
 
 // startEnv starts envtest's kube-apiserver and etcd, with nothing
 // installed, stopped when the test ends.
+//
+// It builds its environment itself, where winready's other suites take
+// test/kit's (kit.Environment with NoCalicoCRDs and NoWinreadyCRD is the
+// same control plane): test/chart is a module of its own, which keeps the
+// Helm SDK out of winready's module and requires nothing of winready's;
+// test/kit would bring in winready's module, Calico's and the Tigera
+// operator's.
 func startEnv(t *testing.T) *envtest.Environment {
 	t.Helper()
 	env := &envtest.Environment{}
