@@ -27,23 +27,28 @@ var _ = Describe("The canary inside calico-node's rollout", func() {
 	// A rollout slow enough for the canary's check to end before it does:
 	// eight nodes, two seconds each.
 	const nodes, perNode = 8, 2 * time.Second
+	state := func() v1alpha1.CanaryState { return ptr.Deref(canary(), v1alpha1.CanaryStatus{}).State }
 
-	It("stops a rollout whose new calico-node breaks the pod network after the canary's nodes, and restores the originals", func() {
+	// migrateToCheck migrates eight nodes at maxUnavailable 2 with a canary
+	// of two, and holds the rollout once the canary's check runs (as nodes
+	// whose calico-node starts slowly would): the nodes it had not reached
+	// are still there however long the check takes on a loaded machine.
+	migrateToCheck := func() {
 		seed(calicosim.MainClusterOf(nodes))
 		sim.ResetRolloutStats()
 		sim.SetRolloutStep(perNode)
-		sim.PodChecks().BreakUpdated(calicosim.UpdatedAny)
 		op = startOperator(nil, nil)
 		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 			wr.Spec.Rollout.Canary = ptr.To(intstr.FromInt32(2))
 		})
-		// The rollout stands still while the canary's check runs (nodes
-		// whose calico-node starts slowly), so that the nodes it had not
-		// reached are still there however long the check takes.
-		state := func() v1alpha1.CanaryState { return ptr.Deref(canary(), v1alpha1.CanaryStatus{}).State }
 		Eventually(state).WithTimeout(time.Minute).Should(Equal(v1alpha1.CanaryChecking))
 		sim.HoldRollouts()
+	}
+
+	It("stops a rollout whose new calico-node breaks the pod network after the canary's nodes, and restores the originals", func() {
+		sim.PodChecks().BreakUpdated(calicosim.UpdatedAny)
+		migrateToCheck()
 		Eventually(state).WithTimeout(time.Minute).Should(Equal(v1alpha1.CanaryFailed))
 		st := stats()
 		Expect(st.MostUnavailable).To(Equal(1), "the canary rolled one node at a time")
@@ -72,21 +77,7 @@ var _ = Describe("The canary inside calico-node's rollout", func() {
 	})
 
 	It("lets a healthy rollout finish at spec.rollout.maxUnavailable once the canary's nodes pass", func() {
-		seed(calicosim.MainClusterOf(nodes))
-		sim.ResetRolloutStats()
-		sim.SetRolloutStep(perNode)
-		op = startOperator(nil, nil)
-		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
-			wr.Spec.Rollout.MaxUnavailable = ptr.To(intstr.FromInt32(2))
-			wr.Spec.Rollout.Canary = ptr.To(intstr.FromInt32(2))
-		})
-		// The rollout stands still while the canary's check runs, as nodes
-		// whose calico-node starts slowly would: what is left of it after
-		// the check shows the pace it goes on at, however long the check
-		// takes on a loaded machine.
-		state := func() v1alpha1.CanaryState { return ptr.Deref(canary(), v1alpha1.CanaryStatus{}).State }
-		Eventually(state).WithTimeout(time.Minute).Should(Equal(v1alpha1.CanaryChecking))
-		sim.HoldRollouts()
+		migrateToCheck()
 		Eventually(state).WithTimeout(time.Minute).Should(Equal(v1alpha1.CanaryPassed))
 		sim.ReleaseRollouts()
 		Eventually(on.Phase).WithTimeout(time.Minute).Should(Equal(v1alpha1.PhaseReady))

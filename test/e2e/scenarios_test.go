@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -136,37 +134,6 @@ func oncePerNode() map[string]int {
 		m[n.Name] = 1
 	}
 	return m
-}
-
-// nodeUpdateStrategies watches calico-node's DaemonSet from now on; the
-// function it returns lists every maxUnavailable the DaemonSet had since,
-// without missing one between two polls.
-func nodeUpdateStrategies() func() []intstr.IntOrString {
-	list := &appsv1.DaemonSetList{}
-	Expect(k8s.List(ctx, list, client.InNamespace(calico.SystemNamespace))).To(Succeed())
-	watcher, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-	w, err := watcher.Watch(ctx, list, client.InNamespace(calico.SystemNamespace),
-		client.MatchingFields{"metadata.name": calico.NodeDaemonSet}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(w.Stop)
-	var mu sync.Mutex
-	var seen []intstr.IntOrString
-	go func() {
-		defer GinkgoRecover()
-		for ev := range w.ResultChan() {
-			if ds, ok := ev.Object.(*appsv1.DaemonSet); ok && ds.Spec.UpdateStrategy.RollingUpdate != nil && ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable != nil {
-				mu.Lock()
-				seen = append(seen, *ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable)
-				mu.Unlock()
-			}
-		}
-	}()
-	return func() []intstr.IntOrString {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.Clone(seen)
-	}
 }
 
 // healthy is every TigeraStatus Available, not Progressing, not Degraded.
@@ -407,7 +374,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 
 	It("migrates to Ready replacing each calico-node pod once, at the asked pace, and Calico runs the Windows-ready configuration", Label("core"), func() {
 		Eventually(atRest).Should(Succeed(), "the earlier specs' changes rendered and rolled out")
-		replaced, pace, start := replacements(), nodeUpdateStrategies(), time.Now()
+		replaced, pace, start := replacements(), templatePaces(), time.Now()
 		quarter := intstr.FromString("25%")
 		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Paused = false
@@ -420,7 +387,7 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 			"BGP off and the services endpoint reach the Tigera operator together: each calico-node pod replaced once")
 		GinkgoWriter.Printf("migration: calico-node pods replaced per node %v\n", replaced())
 		By("rolling out at spec.rollout.maxUnavailable, then putting the Installation's value back")
-		Expect(pace()).To(ContainElement(quarter), "calico-node's DaemonSet as the Tigera operator rendered it")
+		Expect(pace()).To(ContainElement(HaveField("MaxUnavailable", quarter.String())), "calico-node's DaemonSet as the Tigera operator rendered it")
 		Expect(on.Installation().Spec.NodeUpdateStrategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
 		Expect(on.WR().Status.Originals.NodeMaxUnavailable).To(HaveValue(Equal(v1alpha1.OriginalValue{Present: true, Value: "1"})))
 
