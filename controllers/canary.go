@@ -157,18 +157,22 @@ func rerendersNode(t *stepTurn) bool {
 }
 
 // canarySize is how many nodes the canary waits for: spec.rollout.canary
-// (3 when unset) of the Linux nodes calico-node runs on, rounded up, and
-// fewer than all of them; 0 when it is off, the pod network check is
-// disabled, or calico-node runs on one node.
+// of the Linux nodes calico-node runs on, rounded up, and fewer than all of
+// them; 0 when it is off, the pod network check is disabled, or calico-node
+// runs on one node. Unset, it is 3 nodes on a cluster of more than twice
+// that: on a smaller one the canary would be most of the rollout, and its
+// check would add a round to a rollout of a minute or two.
 func canarySize(s *scope, in phase.Input) int {
 	if s.wr.Spec.PodNetworkCheck.Disabled || in.Cluster == nil || in.Cluster.Node == nil {
 		return 0
 	}
+	nodes := int(in.Cluster.Node.Status.DesiredNumberScheduled)
 	want := intstr.FromInt32(v1alpha1.DefaultCanaryNodes)
 	if c := s.wr.Spec.Rollout.Canary; c != nil {
 		want = *c
+	} else if nodes <= 2*v1alpha1.DefaultCanaryNodes {
+		return 0
 	}
-	nodes := int(in.Cluster.Node.Status.DesiredNumberScheduled)
 	n, err := intstr.GetScaledValueFromIntOrPercent(&want, nodes, true)
 	if err != nil {
 		return 0

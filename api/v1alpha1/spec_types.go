@@ -179,7 +179,8 @@ type RolloutSpec struct {
 	// started the rollout (calico-node rolls back on the canary's nodes) and
 	// stops, naming the failing pairs. A node count, or a percentage of the
 	// Linux nodes calico-node runs on (rounded up); always fewer than all of
-	// them. 0 turns the canary off; unset is 3 nodes. The canary needs the
+	// them. 0 turns the canary off; unset is 3 nodes on a cluster of more
+	// than 6 Linux nodes, and none on a smaller one. The canary needs the
 	// pod network check (spec.podNetworkCheck), and, when
 	// spec.rollout.maxUnavailable is unset, an Installation that already
 	// rolls one node at a time.
@@ -189,7 +190,8 @@ type RolloutSpec struct {
 	Canary *intstr.IntOrString `json:"canary,omitempty"`
 }
 
-// DefaultCanaryNodes is the canary's size when spec.rollout.canary is unset.
+// DefaultCanaryNodes is the canary's size when spec.rollout.canary is unset,
+// on a cluster of more than twice as many Linux nodes.
 const DefaultCanaryNodes = 3
 
 // WindowsReadinessSpec is what the platform team asks for.

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/version"
 )
 
@@ -284,5 +285,18 @@ func TestEveryExitStatusIsInTheDocs(t *testing.T) {
 		if !strings.Contains(string(data), fmt.Sprintf("\n| %d | ", code)) {
 			t.Errorf("docs/operating.md has no row for exit status %d", code)
 		}
+	}
+}
+
+func TestPlanSaysHowTheRolloutBegins(t *testing.T) {
+	var out bytes.Buffer
+	printCanary(&out, nil)
+	if out.Len() != 0 {
+		t.Fatalf("no canary, yet %q", out.String())
+	}
+	printCanary(&out, &v1alpha1.CanaryStatus{Steps: []v1alpha1.StepName{v1alpha1.StepBGP}, State: v1alpha1.CanaryPlanned, Size: 3})
+	if want := "once 3 nodes run the new calico-node, the pod network check runs between them and the others"; !strings.Contains(out.String(), want) ||
+		!strings.Contains(out.String(), "(step BGP)") {
+		t.Errorf("%q lacks %q and the step", out.String(), want)
 	}
 }
