@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +20,7 @@ import (
 	"github.com/winready/winready/internal/phase"
 	"github.com/winready/winready/internal/podcheck"
 	"github.com/winready/winready/internal/round"
+	"github.com/winready/winready/internal/windows"
 )
 
 // The canary's labels on calico-node and its pods: the DaemonSet
@@ -28,12 +30,12 @@ import (
 // the DaemonSet's runs the current calico-node: one of the two tests the
 // DaemonSet controller itself makes of a pod being up to date.
 const (
-	templateGenerationAnnotation = "deprecated.daemonset.template.generation"
-	templateGenerationLabel      = "pod-template-generation"
+	templateGenerationAnnotation = appsv1.DeprecatedTemplateGeneration
+	templateGenerationLabel      = extensionsv1beta1.DaemonSetTemplateGenerationKey
 	// CalicoNodePodLabel and CalicoNodePodLabelValue select calico-node's
-	// pods.
-	CalicoNodePodLabel      = "k8s-app"
-	CalicoNodePodLabelValue = "calico-node"
+	// pods, as windows.PodLabel selects calico-node-windows's.
+	CalicoNodePodLabel      = windows.PodLabel
+	CalicoNodePodLabelValue = calico.NodeDaemonSet
 )
 
 // CanaryTrigger is the trigger of the canary's pod network check round.

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,9 +143,9 @@ func (r *rolloutController) desiredNodes(ctx context.Context, ds *appsv1.DaemonS
 // annotation, which the API server raises with every change of the
 // template) and the ControllerRevision's hash.
 const (
-	templateGenerationAnnotation = "deprecated.daemonset.template.generation"
-	templateGenerationLabel      = "pod-template-generation"
-	revisionHashLabel            = "controller-revision-hash"
+	templateGenerationAnnotation = appsv1.DeprecatedTemplateGeneration
+	templateGenerationLabel      = extensionsv1beta1.DaemonSetTemplateGenerationKey
+	revisionHashLabel            = appsv1.ControllerRevisionHashLabelKey
 )
 
 // writePods writes calico-node's Pod on each node a rollout replaced, once

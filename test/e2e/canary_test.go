@@ -104,7 +104,7 @@ type templatePace struct {
 	MaxUnavailable string
 }
 
-const templateGenerationAnnotation = "deprecated.daemonset.template.generation"
+const templateGenerationAnnotation = appsv1.DeprecatedTemplateGeneration
 
 // templateGeneration is calico-node's template generation now.
 func templateGeneration() string {
