@@ -5,8 +5,10 @@ package controllers
 // Reads, updates and deletes of a single known object name it
 // (resourceNames); a create request carries no name, and a list or watch
 // only carries one when it selects metadata.name, so those stay unnamed.
-// The manager has no rights on any admission object: the Windows join gate
-// and the probe policies are shipped in config/admission.
+// On admission objects the manager may only read its own policies and
+// bindings by name (config/admission, which ships them): it makes no write
+// before they all exist (internal/cli/bounds.go). A test holds the names to
+// config/admission's.
 
 // +kubebuilder:rbac:groups=winready.io,resources=windowsreadinesses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=winready.io,resources=windowsreadinesses/status,resourceNames=default,verbs=patch
@@ -51,3 +53,4 @@ package controllers
 // winready-metrics-reader, config/rbac); reviews are answered, not stored.
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,resourceNames=winready-admin-changes;winready-manager-calico-node;winready-manager-calico-node-hold;winready-manager-events;winready-manager-installation;winready-manager-installation-spec;winready-manager-ipam;winready-manager-lease;winready-manager-record;winready-manager-record-create;winready-manager-services-endpoint;winready-manager-services-endpoint-spec;winready-manager-system;winready-manager-windowsreadiness;winready-probe-configmap-delete;winready-probe-daemonset;winready-probe-plans;winready-probe-reports;winready-probe-secret;winready-probe-service;winready-windows-node-gate;winready-windows-node-gate-calico,verbs=get

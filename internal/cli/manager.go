@@ -26,7 +26,9 @@ type operatorOptions struct {
 	metricsCertDir string
 	probeAddr      string
 	probeImage     string
-	zap            zap.Options
+	// requireBounds holds the manager until its admission policies exist.
+	requireBounds bool
+	zap           zap.Options
 }
 
 func operatorFlags() (*flag.FlagSet, *operatorOptions) {
@@ -41,6 +43,7 @@ func operatorFlags() (*flag.FlagSet, *operatorOptions) {
 	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "directory of the metrics endpoint's tls.crt and tls.key; without them a self-signed certificate")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the health and readiness probes")
 	fs.StringVar(&o.probeImage, "probe-image", os.Getenv("WINREADY_IMAGE"), "image of the UDP 4789 probe agents: this operator's own (env WINREADY_IMAGE)")
+	fs.BoolVar(&o.requireBounds, "require-admission-policies", true, "make no write until every admission policy and binding of this build exists (config/admission); false runs without them, on a development cluster only")
 	// Kept so that existing command lines still start: a write spanning the
 	// Installation and the services endpoint holds calico-node instead of
 	// waiting for the Tigera operator to rest (controllers/hold.go).
@@ -57,6 +60,12 @@ func runManager(o operatorOptions) error {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
+	}
+	ctx := ctrl.SetupSignalHandler()
+	if o.requireBounds {
+		if err := waitForBounds(ctx, cfg, o.probeAddr, ctrl.Log.WithName("bounds")); err != nil {
+			return fmt.Errorf("waiting for winready's admission policies: %w", err)
+		}
 	}
 	scheme, err := controllers.NewScheme()
 	if err != nil {
@@ -89,5 +98,5 @@ func runManager(o operatorOptions) error {
 	}
 	v := version.Get()
 	ctrl.Log.Info("starting winready", "version", v.Version, "revision", v.Revision)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
