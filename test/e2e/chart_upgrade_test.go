@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	operatorv1 "github.com/tigera/operator/api/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/record"
+)
+
+// previousChartRevision is the winready whose chart a running migration is
+// upgraded from with helm upgrade: a release tag once there is one, until
+// then the last commit whose build passed CI (E2E_PREVIOUS_CHART overrides
+// it).
+const previousChartRevision = "d8ec3d8"
+
+// helmCLI runs test/chart's helm command, the Helm SDK's install, upgrade
+// and uninstall, against the suite's API server as cluster-admin.
+type helmCLI struct{ bin, kubeconfig string }
+
+// newHelm builds the command into the log directory and writes a kubeconfig
+// of the suite's own credentials for it.
+func newHelm() helmCLI {
+	GinkgoHelper()
+	h := helmCLI{bin: filepath.Join(logDir, "helm"), kubeconfig: filepath.Join(logDir, "helm.kubeconfig")}
+	build := exec.Command("go", "build", "-o", h.bin, "./cmd/helm")
+	build.Dir = filepath.Join(repoRoot, "test", "chart")
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "building test/chart's helm command: %s", out)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken,
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["admin"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "admin"}
+	kc.CurrentContext = "admin"
+	Expect(clientcmd.WriteToFile(*kc, h.kubeconfig)).To(Succeed())
+	return h
+}
+
+// run runs one helm command and returns what it printed.
+func (h helmCLI) run(args ...string) string {
+	GinkgoHelper()
+	cmd := exec.Command(h.bin, append([]string{"-kubeconfig", h.kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "helm %s: %s", strings.Join(args, " "), out)
+	GinkgoWriter.Printf("helm %s: %s", args[0], out)
+	return string(out)
+}
+
+// checkoutAt checks rev out as a git worktree of the repository (the
+// chart's generator stamps the commit it reads there) and builds its
+// binary; it returns the binary and the checkout, and removes the worktree
+// when the suite ends.
+func checkoutAt(rev string) (bin, root string) {
+	GinkgoHelper()
+	root = filepath.Join(logDir, "winready-chart-"+rev)
+	out, err := exec.Command("git", "-C", repoRoot, "worktree", "add", "--detach", root, rev).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "checking out %s (a clone with full history is needed): %s", rev, out)
+	DeferCleanup(func() {
+		out, err := exec.Command("git", "-C", repoRoot, "worktree", "remove", "--force", root).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "removing the worktree %s: %s", root, out)
+	})
+	bin = filepath.Join(root, "winready")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	out, err = build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "building winready %s: %s", rev, out)
+	return bin, root
+}
+
+// chartAt generates the chart of the checkout at root into dir, as make
+// chart does, and returns its package.
+func chartAt(root, dir string) string {
+	GinkgoHelper()
+	Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
+	_, err := goRun(root, "./hack/release", "manifests", "--version", "e2e", "--registry", "ghcr.io/winready",
+		"--digest", chartDigest, "--out", dir)
+	Expect(err).NotTo(HaveOccurred())
+	pkgs, err := filepath.Glob(filepath.Join(dir, "winready-*.tgz"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(pkgs).To(HaveLen(1), "one chart package in %s", dir)
+	return pkgs[0]
+}
+
+// chartManager is the manager Deployment a helm install or upgrade left.
+func chartManager() *appsv1.Deployment {
+	GinkgoHelper()
+	dep := &appsv1.Deployment{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: manager.Namespace, Name: managerDeployment}, dep)).To(Succeed())
+	return dep
+}
+
+var _ = Describe("Upgrading and reinstalling winready's Helm chart in the middle of a migration", Ordered, func() {
+	var (
+		helm                 helmCLI
+		previousBin          string
+		previousChart, chart string
+		original             touched
+		originalEnv          [2]string
+		running              *process
+		values               string
+	)
+	nodeEnv := func() [2]string {
+		return [2]string{daemonSetEnv(calico.NodeDaemonSet, calico.ServiceHostKey), daemonSetEnv(calico.NodeDaemonSet, calico.ServicePortKey)}
+	}
+	// awaiting is the step the migration waits to have approved, "" while
+	// it waits for none.
+	awaiting := func() v1alpha1.StepName {
+		wr := on.WR()
+		if wr.Status.Phase != v1alpha1.PhaseAwaitingApproval {
+			return ""
+		}
+		for _, s := range wr.Status.Steps {
+			if s.State == v1alpha1.StepPending {
+				return s.Name
+			}
+		}
+		return ""
+	}
+	chartVersionOfCRD := func() string {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: "windowsreadinesses.winready.io"}, crd)).To(Succeed())
+		return crd.Annotations["meta.helm.sh/release-name"] + " " + crd.Labels["app.kubernetes.io/managed-by"]
+	}
+
+	BeforeAll(func() {
+		rev := previousChartRevision
+		if r := os.Getenv("E2E_PREVIOUS_CHART"); r != "" {
+			rev = r
+		}
+		var previousRoot string
+		previousBin, previousRoot = checkoutAt(rev)
+		dir := filepath.Join(logDir, "chart-upgrade")
+		previousChart = chartAt(previousRoot, filepath.Join(dir, "previous"))
+		chart = chartAt(repoRoot, filepath.Join(dir, "current"))
+		helm = newHelm()
+		// The requests of a migration under way: two disruptive steps
+		// left to approve, so that each release stops at the same place.
+		values = filepath.Join(dir, "values.yaml")
+		Expect(os.WriteFile(values, []byte("image:\n  repository: "+chartMirror+"\n"), 0o644)).To(Succeed())
+
+		// This scenario runs winready itself, from the charts.
+		Expect(winready.Stop()).To(Succeed())
+		Expect(calicoBackend.Seed(ctx, k8s, mainCluster())).To(Succeed())
+		original, originalEnv = touchedFields(), nodeEnv()
+		Expect(original.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)), "the scenario starts from the seed")
+	})
+
+	AfterAll(func() {
+		leaveAsFound()
+		if running != nil {
+			Expect(running.Stop()).To(Succeed())
+		}
+		helm.run("uninstall")
+		// The other scenarios run today's winready, as installed.
+		objs, err := manifestOf(repoRoot)
+		Expect(err).NotTo(HaveOccurred())
+		manager, err = installWinready(ctx, k8s, objs)
+		Expect(err).NotTo(HaveOccurred())
+		winready, err = runAsInstalled(ctx, k8s, cfg, manager, "winready-after-chart-scenario", winreadyBin(),
+			strings.Fields(os.Getenv("E2E_WINREADY_ARGS"))...)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("migrates with the previous release's chart until a step waits for approval", func() {
+		// The suite installed winready with kubectl's server-side apply: the
+		// chart takes those objects over, as a team moving to Helm does.
+		helm.run("install", "-take-ownership", "-f", values, previousChart)
+		var err error
+		running, err = runAsInstalled(ctx, k8s, cfg, chartManager(), "winready-earlier-chart", previousBin)
+		Expect(err).NotTo(HaveOccurred())
+		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
+			Spec: v1alpha1.WindowsReadinessSpec{
+				Preflight:       v1alpha1.PreflightSpec{SkipNetworkProbe: true},
+				PodNetworkCheck: v1alpha1.PodNetworkCheckSpec{Disabled: skipProbe()},
+				RequireApproval: true, ApprovedSteps: []v1alpha1.StepName{v1alpha1.StepEncapsulation}}}
+		Expect(k8s.Create(ctx, wr)).To(Succeed())
+		Eventually(awaiting).Should(Equal(v1alpha1.StepBGP), why)
+		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)), "BGP waits for its approval")
+		Expect(running.Stop()).To(Succeed())
+		running = nil
+	})
+
+	It("upgrades to this chart with helm upgrade, CRD included, and goes on from where the previous release stopped", func() {
+		helm.run("upgrade", "-f", values, chart)
+		Expect(chartVersionOfCRD()).To(Equal("winready Helm"), "the CRD is the release's, upgraded with it")
+		var err error
+		running, err = runAsInstalled(ctx, k8s, cfg, chartManager(), "winready-chart-upgraded", winreadyBin())
+		Expect(err).NotTo(HaveOccurred())
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.ApprovedSteps = append(wr.Spec.ApprovedSteps, v1alpha1.StepBGP)
+		})
+		Eventually(awaiting).Should(Equal(v1alpha1.StepServicesEndpoint), why)
+		Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPDisabled)))
+	})
+
+	It("keeps the record of the originals through helm uninstall mid-way, and the next install rolls back to exactly what was there", func() {
+		Expect(running.Stop()).To(Succeed())
+		running = nil
+		out := helm.run("uninstall")
+		Expect(out).To(ContainSubstring("kept due to the resource policy"))
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: manager.Namespace, Name: managerDeployment}, &appsv1.Deployment{})).
+			NotTo(Succeed(), "the manager went with the release")
+		rec := &corev1.ConfigMap{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: manager.Namespace, Name: record.Name}, rec)).To(Succeed(),
+			"the record of the originals outlives the release")
+		Expect(rec.DeletionTimestamp).To(BeNil())
+		Expect(on.WR().Status.Phase).To(Equal(v1alpha1.PhaseAwaitingApproval), "the WindowsReadiness and its CRD stay")
+
+		helm.run("install", "-f", values, chart)
+		var err error
+		running, err = runAsInstalled(ctx, k8s, cfg, chartManager(), "winready-chart-reinstalled", winreadyBin())
+		Expect(err).NotTo(HaveOccurred())
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack), why)
+		Expect(touchedFields()).To(Equal(original))
+		Expect(nodeEnv()).To(Equal(originalEnv))
+		Eventually(healthy).Should(Succeed())
+	})
+})
