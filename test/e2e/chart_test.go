@@ -20,6 +20,11 @@ import (
 // runs the binary itself, and kwok plays the pods.
 const chartMirror = "registry.example.com/mirror/winready"
 
+// mirrorValues are the chart's values that pull from chartMirror: its
+// registry and its repository there, as docs/install.md mirrors the image.
+var mirrorValues = []byte("image:\n  registry: " + strings.SplitN(chartMirror, "/", 2)[0] +
+	"\n  repository: " + strings.SplitN(chartMirror, "/", 2)[1] + "\n")
+
 // chartDigest is the digest the chart built from the checkout pins.
 const chartDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -48,7 +53,7 @@ var chartManifest = sync.OnceValues(func() ([]*unstructured.Unstructured, error)
 		return nil, err
 	}
 	values := filepath.Join(dir, "values.yaml")
-	if err := os.WriteFile(values, []byte("image:\n  repository: "+chartMirror+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(values, mirrorValues, 0o644); err != nil {
 		return nil, err
 	}
 	rendered := filepath.Join(dir, "rendered.yaml")

@@ -32,12 +32,31 @@ func buildEarlier(rev string) (bin, root string) {
 	archive := exec.Command("bash", "-c", "git -C \"$1\" archive \"$2\" | tar -x -C \"$3\"", "archive", repoRoot, rev, root)
 	out, err := archive.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "checking out %s from git history (a clone with full history is needed): %s", rev, out)
-	bin = filepath.Join(root, "winready")
+	return buildAt(root, rev), root
+}
+
+// buildAt builds the binary of the checkout at root, of revision rev.
+func buildAt(root, rev string) string {
+	GinkgoHelper()
+	bin := filepath.Join(root, "winready")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	out, err = build.CombinedOutput()
+	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "building winready %s: %s", rev, out)
-	return bin, root
+	return bin
+}
+
+// runTodayAsInstalled installs today's winready again and runs it, as the
+// other scenarios expect to find it after one that ran winready itself.
+func runTodayAsInstalled(name string) {
+	GinkgoHelper()
+	objs, err := manifestOf(repoRoot)
+	Expect(err).NotTo(HaveOccurred())
+	manager, err = installWinready(ctx, k8s, objs)
+	Expect(err).NotTo(HaveOccurred())
+	winready, err = runAsInstalled(ctx, k8s, cfg, manager, name, winreadyBin(),
+		strings.Fields(os.Getenv("E2E_WINREADY_ARGS"))...)
+	Expect(err).NotTo(HaveOccurred())
 }
 
 var _ = Describe("Upgrading winready in the middle of a migration", Ordered, func() {
@@ -74,14 +93,7 @@ var _ = Describe("Upgrading winready in the middle of a migration", Ordered, fun
 	AfterAll(func() {
 		leaveAsFound()
 		Expect(running.Stop()).To(Succeed())
-		// The other scenarios run today's winready, as installed.
-		objs, err := manifestOf(repoRoot)
-		Expect(err).NotTo(HaveOccurred())
-		manager, err = installWinready(ctx, k8s, objs)
-		Expect(err).NotTo(HaveOccurred())
-		winready, err = runAsInstalled(ctx, k8s, cfg, manager, "winready-after-upgrade-scenario", winreadyBin(),
-			strings.Fields(os.Getenv("E2E_WINREADY_ARGS"))...)
-		Expect(err).NotTo(HaveOccurred())
+		runTodayAsInstalled("winready-after-upgrade-scenario")
 	})
 
 	It("migrates with the earlier release until BGP is off", func() {

@@ -6,6 +6,7 @@ package render
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -32,6 +33,22 @@ func Load(path string) (*chart.Chart, error) {
 		return nil, fmt.Errorf("chart %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// ReadValues reads a values file as helm -f does; "" is no values.
+func ReadValues(path string) (map[string]any, error) {
+	values := map[string]any{}
+	if path == "" {
+		return values, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return values, nil
 }
 
 // Values are c's values with values over them, as Helm's templates see them.

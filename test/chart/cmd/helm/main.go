@@ -20,7 +20,6 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"sigs.k8s.io/yaml"
 
 	"github.com/winready/winready/test/chart/render"
 )
@@ -79,15 +78,9 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	values := map[string]any{}
-	if *valuesFile != "" {
-		data, err := os.ReadFile(*valuesFile)
-		if err != nil {
-			return err
-		}
-		if err := yaml.Unmarshal(data, &values); err != nil {
-			return fmt.Errorf("%s: %w", *valuesFile, err)
-		}
+	values, err := render.ReadValues(*valuesFile)
+	if err != nil {
+		return err
 	}
 	switch verb {
 	case "install":

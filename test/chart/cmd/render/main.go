@@ -33,15 +33,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	values := map[string]any{}
-	if *valuesFile != "" {
-		data, err := os.ReadFile(*valuesFile)
-		if err != nil {
-			return err
-		}
-		if err := yaml.Unmarshal(data, &values); err != nil {
-			return fmt.Errorf("%s: %w", *valuesFile, err)
-		}
+	values, err := render.ReadValues(*valuesFile)
+	if err != nil {
+		return err
 	}
 	objs, err := render.Objects(c, values)
 	if err != nil {
