@@ -131,13 +131,18 @@ func mark(n, desired int32) int64 {
 // WindowsReadiness with winready's finalizer waits on (claims.go); the API
 // server moves its generation too, and this says so whatever it does.
 func deleted() predicate.Predicate {
+	return updatesWhen(func(e event.UpdateEvent) bool {
+		return e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil
+	})
+}
+
+// updatesWhen passes the updates pass accepts, and no other event.
+func updatesWhen(pass func(event.UpdateEvent) bool) predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil
-		},
+		UpdateFunc:  pass,
 	}
 }
 
@@ -147,18 +152,13 @@ func deleted() predicate.Predicate {
 // that moves neither its generation nor its annotations. winready clears
 // them itself only at the end of a rollback, never while so stopped.
 func foreignRecordCleared() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			was, okOld := e.ObjectOld.(*v1alpha1.WindowsReadiness)
-			is, okNew := e.ObjectNew.(*v1alpha1.WindowsReadiness)
-			if !okOld || !okNew || was.Status.Originals == nil || is.Status.Originals != nil {
-				return false
-			}
-			c := meta.FindStatusCondition(was.Status.Conditions, conditions.OriginalsRecorded)
-			return c != nil && c.Reason == conditions.ReasonForeignRecord
-		},
-	}
+	return updatesWhen(func(e event.UpdateEvent) bool {
+		was, okOld := e.ObjectOld.(*v1alpha1.WindowsReadiness)
+		is, okNew := e.ObjectNew.(*v1alpha1.WindowsReadiness)
+		if !okOld || !okNew || was.Status.Originals == nil || is.Status.Originals != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(was.Status.Conditions, conditions.OriginalsRecorded)
+		return c != nil && c.Reason == conditions.ReasonForeignRecord
+	})
 }
