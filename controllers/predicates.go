@@ -5,9 +5,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/rollout"
 )
 
@@ -128,12 +131,34 @@ func mark(n, desired int32) int64 {
 // WindowsReadiness with winready's finalizer waits on (claims.go); the API
 // server moves its generation too, and this says so whatever it does.
 func deleted() predicate.Predicate {
+	return updatesWhen(func(e event.UpdateEvent) bool {
+		return e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil
+	})
+}
+
+// updatesWhen passes the updates pass accepts, and no other event.
+func updatesWhen(pass func(event.UpdateEvent) bool) predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil
-		},
+		UpdateFunc:  pass,
 	}
+}
+
+// foreignRecordCleared passes the status update that clears status.originals
+// of a WindowsReadiness stopped on them (OriginalsRecorded ForeignRecord):
+// one way on its message offers a person, a write to the status subresource
+// that moves neither its generation nor its annotations. winready clears
+// them itself only at the end of a rollback, never while so stopped.
+func foreignRecordCleared() predicate.Predicate {
+	return updatesWhen(func(e event.UpdateEvent) bool {
+		was, okOld := e.ObjectOld.(*v1alpha1.WindowsReadiness)
+		is, okNew := e.ObjectNew.(*v1alpha1.WindowsReadiness)
+		if !okOld || !okNew || was.Status.Originals == nil || is.Status.Originals != nil {
+			return false
+		}
+		c := meta.FindStatusCondition(was.Status.Conditions, conditions.OriginalsRecorded)
+		return c != nil && c.Reason == conditions.ReasonForeignRecord
+	})
 }

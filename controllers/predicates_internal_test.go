@@ -10,6 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/conditions"
 )
 
 func passes(p predicate.Predicate, was, is client.Object) bool {
@@ -124,5 +127,34 @@ func TestARolloutsMessagesWakeNothing(t *testing.T) {
 	done.Status.Conditions[0].Status = operatorv1.ConditionFalse
 	if !passes(p, at("999 out of 1000 updated", ""), done) {
 		t.Error("the end of Progressing woke no pass")
+	}
+}
+
+// TestClearingAForeignRecordWakesAPass: a person clears status.originals of
+// a WindowsReadiness stopped on them, as its message says, through the
+// status subresource; that moves neither its generation nor its
+// annotations, and must wake a pass all the same. Other status writes wake
+// nothing.
+func TestClearingAForeignRecordWakesAPass(t *testing.T) {
+	p := Watches()[0].Predicate
+	stopped := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name, Generation: 1, ResourceVersion: "10"},
+		Status: v1alpha1.WindowsReadinessStatus{Originals: &v1alpha1.Originals{BGP: v1alpha1.OriginalValue{Present: true, Value: "Disabled"}},
+			Conditions: []metav1.Condition{{Type: conditions.OriginalsRecorded, Status: metav1.ConditionFalse, Reason: conditions.ReasonForeignRecord}}}}
+	cleared := stopped.DeepCopy()
+	cleared.ResourceVersion, cleared.Status.Originals = "11", nil
+	if !passes(p, stopped, cleared) {
+		t.Error("clearing the originals of a WindowsReadiness stopped on them woke no pass")
+	}
+	recorded := stopped.DeepCopy()
+	recorded.Status.Conditions[0] = metav1.Condition{Type: conditions.OriginalsRecorded, Status: metav1.ConditionTrue, Reason: conditions.ReasonOriginalsRecorded}
+	rolledBack := recorded.DeepCopy()
+	rolledBack.ResourceVersion, rolledBack.Status.Originals = "11", nil
+	if passes(p, recorded, rolledBack) {
+		t.Error("winready's own clearing of the originals at the end of a rollback woke a pass")
+	}
+	message := stopped.DeepCopy()
+	message.ResourceVersion, message.Status.Message = "11", "another"
+	if passes(p, stopped, message) {
+		t.Error("a status write that leaves the originals woke a pass")
 	}
 }

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	operatorv1 "github.com/tigera/operator/api/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -201,22 +200,24 @@ func NewReconciler(d Deps, scheme *runtime.Scheme, o Options) *Reconciler {
 	}
 }
 
-// setupWithManager watches the WindowsReadiness and everything a step waits
-// for; every event that passes its predicates wakes the one object,
-// "default", and is counted by its kind (wakes.go).
+// setupWithManager watches what Watches lists; every event that passes its
+// kind's predicate wakes the one object, "default", and is counted by its
+// kind (wakes.go).
 func (r *Reconciler) setupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("windowsreadiness").
-		WithOptions(controller.Options{RateLimiter: r.limiter}).
-		Watches(&v1alpha1.WindowsReadiness{}, r.wakes.handler("WindowsReadiness"), builder.WithPredicates(
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleted()))).
-		Watches(&operatorv1.Installation{}, r.wakes.handler("Installation"), builder.WithPredicates(installationChanged())).
-		Watches(&operatorv1.TigeraStatus{}, r.wakes.handler("TigeraStatus"), builder.WithPredicates(tigeraStatusChanged())).
-		Watches(&appsv1.DaemonSet{}, r.wakes.handler("DaemonSet"), builder.WithPredicates(daemonSetChanged())).
-		Watches(&corev1.ConfigMap{}, r.wakes.handler("ConfigMap"), builder.WithPredicates(configMapChanged())).
-		WatchesMetadata(&corev1.Node{}, r.wakes.handler("Node"), builder.WithPredicates(predicate.Or(windowsNodeChanged(), windowsNodeUpdated(), tunnelAddressAppeared()))).
-		// The calico-node and calico-node-windows pods, as CacheOptions
-		// selects them.
-		Watches(&corev1.Pod{}, r.wakes.handler("Pod"), builder.WithPredicates(podChanged())).
-		Complete(r)
+		WithOptions(controller.Options{RateLimiter: r.limiter})
+	for _, w := range Watches() {
+		gvk, err := apiutil.GVKForObject(w.Object, mgr.GetScheme())
+		if err != nil {
+			return err
+		}
+		wake, only := r.wakes.handler(gvk.Kind), builder.WithPredicates(w.Predicate)
+		if w.Metadata {
+			b = b.WatchesMetadata(w.Object, wake, only)
+		} else {
+			b = b.Watches(w.Object, wake, only)
+		}
+	}
+	return b.Complete(r)
 }

@@ -36,12 +36,15 @@ import (
 // pass. What a spec asserts follows from the order of the calls alone, never
 // from the timing of watches, workqueues and polls.
 //
-// A pass is woken as a watch would wake it: by any write to the cluster
-// since the last pass ended (the simulator's, the spec's, or winready's own
-// outside its status), else by the time it asked to be looked at again, to
-// which the clock then moves. This wakes winready at least as often as its
-// watches do; that its watches see every change it waits for is the
-// business of the specs that run the manager.
+// A pass is woken as the manager's watches would wake it: by a write to the
+// cluster since the last pass began (the simulator's, the spec's or
+// winready's own, as the mirror records it) whose event, as an informer of
+// the manager's cache delivers it, passes the predicate of its kind's watch
+// (controllers.Watches, wakes_test.go), else by the time it asked to be
+// looked at again, to which the clock then moves. A write to a kind no
+// watch covers, or to an object the cache does not select, wakes nothing;
+// the first pass, and the first after a restart, always run. That the
+// manager runs these watches is the business of the specs that run it.
 type inlineBed struct {
 	r      *controllers.Reconciler
 	calico *calicosim.Inline
@@ -52,13 +55,14 @@ type inlineBed struct {
 	// (metrics.ReadCounter), across restarts.
 	reads *metrics.ReadCounter
 
+	// watches decide which writes wake a pass: the manager's.
+	watches *watches
+
 	result ctrl.Result
 	passes int
-	// changes counts the writes to the cluster as the last pass ended, and
-	// wrote says whether that pass wrote outside its status (which its own
-	// watches see).
-	changes int
-	wrote   bool
+	// seen counts the mirror's changes as the last pass began: those after
+	// it are what would wake the next.
+	seen int
 }
 
 // maxPasses bounds reconcileUntil: a migration of the reference cluster
@@ -75,7 +79,8 @@ func driveInline(cl calicosim.Cluster) *inlineBed {
 	c := newMirror(api)
 	// The spec's own reads and writes go through the mirror too.
 	k8s, on = c, look.On(ctx, c)
-	b := &inlineBed{clock: clocktesting.NewFakeClock(time.Now()), events: &eventLog{}, c: c, reads: metrics.NewReadCounter(scheme)}
+	b := &inlineBed{clock: clocktesting.NewFakeClock(time.Now()), events: &eventLog{}, c: c, reads: metrics.NewReadCounter(scheme),
+		watches: newWatches(controllers.Watches())}
 	// No pacing: what the specs here assert follows from the order of the
 	// writes, which the rollout's and the status's delays do not change.
 	b.calico = calicosim.NewInline(c, b.clock, calicosim.Options{RolloutStep: -1, StatusLag: -1}, probeNamespace)
@@ -115,18 +120,26 @@ func (b *inlineBed) settle() {
 // pass runs one pass of winready, as its workqueue would.
 func (b *inlineBed) pass() {
 	GinkgoHelper()
-	own := b.r.Writes.Total()
+	_, b.seen = b.c.Changes(b.seen)
 	res, err := b.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: v1alpha1.Name}})
 	Expect(err).NotTo(HaveOccurred(), "pass %d", b.passes+1)
 	b.result = res
 	b.passes++
-	b.changes, b.wrote = b.c.Changes(), b.r.Writes.Total() != own
 }
 
-// woken says whether anything would wake winready: the first pass, a write
-// to the cluster since the last pass, or one of its own in it.
+// woken says whether anything would wake winready: the first pass, or a
+// write since the last pass began that its watches pass.
 func (b *inlineBed) woken() bool {
-	return b.passes == 0 || b.wrote || b.c.Changes() != b.changes
+	if b.passes == 0 {
+		return true
+	}
+	since, _ := b.c.Changes(b.seen)
+	for _, c := range since {
+		if b.watches.wakes(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // wake says whether anything wakes winready now: a write since its last

@@ -3,6 +3,7 @@ package passes_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -26,6 +27,10 @@ import (
 // the inline world (winready's, the simulator's, the spec's) is this one, so
 // the memory never misses a write; a write the API server makes on its own
 // is not seen.
+//
+// It records every write that changed an object (a new resource version),
+// with the object before and after as the API server answered: what a watch
+// of its kind would see (the bed wakes winready through them, wakes_test.go).
 type mirrorClient struct {
 	client.WithWatch // the API server
 
@@ -34,9 +39,15 @@ type mirrorClient struct {
 
 	mu     sync.Mutex
 	primed map[schema.GroupVersionKind]bool
-	// changes counts the writes that changed an object (a new resource
-	// version): what would wake a watch.
-	changes int
+	// changes are the writes that changed an object, in their order.
+	changes []change
+}
+
+// change is a write that changed an object: the object before and after it
+// as the API server answered, Old nil for a create and New nil for a delete.
+type change struct {
+	Kind     schema.GroupVersionKind
+	Old, New client.Object
 }
 
 // apiServerWrites are the kinds the API server writes on its own (quota
@@ -79,7 +90,7 @@ func (m *mirrorClient) load(ctx context.Context, listGVK, item schema.GroupVersi
 		o := it.(client.Object)
 		o.GetObjectKind().SetGroupVersionKind(item)
 		// Read, not written: no watch would see a change.
-		if _, err := m.store(o); err != nil {
+		if _, _, err := m.store(o); err != nil {
 			return err
 		}
 	}
@@ -127,60 +138,88 @@ func (m *mirrorClient) resource(obj runtime.Object) (schema.GroupVersionKind, sc
 	return gvk, mapping.Resource, nil
 }
 
-// put stores the API server's answer, and counts it when it is a change.
+// put stores the API server's answer, and records it when it is a change.
 func (m *mirrorClient) put(obj client.Object) error {
-	changed, err := m.store(obj)
-	m.count(changed)
+	old, changed, err := m.store(obj)
+	if err == nil && changed {
+		m.record(old, obj)
+	}
 	return err
 }
 
-// store keeps obj in memory; it says whether that changed what memory held.
-func (m *mirrorClient) store(obj client.Object) (bool, error) {
+// store keeps obj in memory; it returns what memory held before (nil when
+// nothing) and whether obj changed it.
+func (m *mirrorClient) store(obj client.Object) (client.Object, bool, error) {
 	gvk, gvr, err := m.resource(obj)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	stored := obj.DeepCopyObject().(client.Object)
 	stored.GetObjectKind().SetGroupVersionKind(gvk)
-	old, err := m.tracker.Get(gvr, obj.GetNamespace(), obj.GetName())
+	held, err := m.tracker.Get(gvr, obj.GetNamespace(), obj.GetName())
 	switch {
 	case apierrors.IsNotFound(err):
-		return true, m.tracker.Create(gvr, stored, obj.GetNamespace())
+		return nil, true, m.tracker.Create(gvr, stored, obj.GetNamespace())
 	case err != nil:
-		return false, err
+		return nil, false, err
 	}
-	prev, err := meta.Accessor(old)
-	if err != nil {
-		return false, err
+	prev, ok := held.(client.Object)
+	if !ok {
+		return nil, false, fmt.Errorf("%s %s/%s in memory is no object", gvk.Kind, obj.GetNamespace(), obj.GetName())
 	}
-	return prev.GetResourceVersion() != obj.GetResourceVersion(), m.tracker.Update(gvr, stored, obj.GetNamespace())
+	return prev, prev.GetResourceVersion() != obj.GetResourceVersion(), m.tracker.Update(gvr, stored, obj.GetNamespace())
 }
 
-func (m *mirrorClient) count(changed bool) {
-	if changed {
-		m.mu.Lock()
-		m.changes++
-		m.mu.Unlock()
+// record notes a change of an object from was to is (either nil).
+func (m *mirrorClient) record(was, is client.Object) {
+	c := change{Old: m.copyOf(was), New: m.copyOf(is)}
+	for _, o := range []client.Object{c.Old, c.New} {
+		if o != nil {
+			c.Kind = o.GetObjectKind().GroupVersionKind()
+		}
 	}
+	m.mu.Lock()
+	m.changes = append(m.changes, c)
+	m.mu.Unlock()
 }
 
-// Changes is the count of writes that changed an object so far.
-func (m *mirrorClient) Changes() int {
+// copyOf is a copy of obj that names its kind; nil for nil.
+func (m *mirrorClient) copyOf(obj client.Object) client.Object {
+	if obj == nil {
+		return nil
+	}
+	c := obj.DeepCopyObject().(client.Object)
+	if gvk, _, err := m.resource(obj); err == nil {
+		c.GetObjectKind().SetGroupVersionKind(gvk)
+	}
+	return c
+}
+
+// Changes are the changes recorded from the from-th on, and how many were
+// recorded in all.
+func (m *mirrorClient) Changes(from int) ([]change, int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.changes
+	return append([]change(nil), m.changes[min(from, len(m.changes)):]...), len(m.changes)
 }
 
-// forget drops an object the API server no longer has.
+// forget drops an object the API server no longer has, and records its
+// deletion with what memory held of it (obj when nothing).
 func (m *mirrorClient) forget(obj client.Object) error {
 	_, gvr, err := m.resource(obj)
 	if err != nil {
 		return err
 	}
+	was := obj
+	if held, err := m.tracker.Get(gvr, obj.GetNamespace(), obj.GetName()); err == nil {
+		if o, ok := held.(client.Object); ok {
+			was = o
+		}
+	}
 	if err := m.tracker.Delete(gvr, obj.GetNamespace(), obj.GetName()); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	m.count(true)
+	m.record(was, nil)
 	return nil
 }
 
@@ -262,8 +301,8 @@ func (m *mirrorClient) DeleteAllOf(ctx context.Context, obj client.Object, opts 
 	if err != nil {
 		return err
 	}
-	listGVK := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-	// Drop the kind and read it again.
+	// Read back every object of the kind memory holds: the deleted are
+	// gone, those a finalizer keeps are marked, the others are as they were.
 	existing, err := m.tracker.List(gvr, gvk, "")
 	if err != nil {
 		return err
@@ -273,11 +312,11 @@ func (m *mirrorClient) DeleteAllOf(ctx context.Context, obj client.Object, opts 
 		return err
 	}
 	for _, it := range items {
-		if err := m.forget(it.(client.Object)); err != nil {
+		if err := m.refresh(ctx, it.(client.Object)); err != nil {
 			return err
 		}
 	}
-	return m.load(ctx, listGVK, gvk)
+	return nil
 }
 
 func (m *mirrorClient) Status() client.SubResourceWriter { return m.SubResource("status") }

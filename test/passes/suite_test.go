@@ -1,11 +1,13 @@
 // Package passes_test holds the pass-by-pass tier: what a pass of winready
 // decides, given the cluster. Each spec seeds a cluster on this package's own
 // control plane, then steps the simulated Calico and winready's reconciler
-// by hand on a fake clock (bed_test.go): no manager, no watch, no workqueue
-// and no wall-clock wait, so a spec proves the same thing on a loaded machine
-// as on an idle one. What needs the manager (watches and predicates, timing,
-// RBAC and admission, restarts, the audit log, races with the operator) is
-// the controllers suite's.
+// by hand on a fake clock (bed_test.go): no manager, no informer, no
+// workqueue and no wall-clock wait, so a spec proves the same thing on a
+// loaded machine as on an idle one. A pass is woken through the manager's
+// own watches and predicates (controllers.Watches), judged on each write
+// (wakes_test.go). What needs the manager (that it runs those watches,
+// timing, RBAC and admission, restarts, the audit log, races with the
+// operator) is the controllers suite's.
 package passes_test
 
 import (
