@@ -266,6 +266,8 @@ release: ## Write the release into dist/: image, install.yaml pinned by digest, 
 # The tools publish runs, from the Go module proxy at pinned versions.
 CRANE := go run github.com/google/go-containerregistry/cmd/crane@v0.22.1
 HELM := go run helm.sh/helm/v3/cmd/helm@v3.22.0
+# --plain-http for a registry on localhost (hack/release-rehearsal.sh).
+HELM_PUSH_FLAGS ?=
 
 .PHONY: publish
 publish: ## Push dist/ (after make release): the image index with both platforms (crane push of the OCI layout, which keeps the digest install.yaml pins), its cosign signature when signed, and the chart (helm push). REGISTRY_USER and REGISTRY_PASSWORD log in.
@@ -278,7 +280,7 @@ publish: ## Push dist/ (after make release): the image index with both platforms
 	if [ -d dist/signature ]; then \
 		$(CRANE) push dist/signature "$(REGISTRY)/winready:sha256-$$(cut -d: -f2 dist/image.digest).sig"; \
 	else echo "unsigned: no dist/signature (make release without COSIGN_KEY), no signature pushed"; fi
-	$(HELM) push dist/winready-*.tgz oci://$(REGISTRY)/charts
+	$(HELM) push $(HELM_PUSH_FLAGS) dist/winready-*.tgz oci://$(REGISTRY)/charts
 
 .PHONY: release-check
 release-check: release envtest-assets ## Build the release and check it: image config, its binary runs, a rebuild has the same digest, install.yaml applies.
@@ -286,4 +288,4 @@ release-check: release envtest-assets ## Build the release and check it: image c
 		go test ./hack/release/ -count=1 -run TestTheReleaseAsBuilt -v
 	cd test/krew && { go mod tidy -diff || { echo "test/krew: run go mod tidy there and commit"; exit 1; }; }
 	cd test/krew && WINREADY_DIST=$(CURDIR)/dist go test ./... -count=1 -v
-	cd test/chart && WINREADY_DIST=$(CURDIR)/dist KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./... -count=1 -v
+	cd test/chart && WINREADY_DIST=$(CURDIR)/dist WINREADY_REGISTRY=$(REGISTRY) KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./... -count=1 -v

@@ -22,10 +22,19 @@ import (
 	"github.com/winready/winready/test/chart/render"
 )
 
-const (
-	registry = "ghcr.io/winready"
-	digest   = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-)
+// digest is the image digest the chart is generated with when no release
+// is given.
+const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// registry is the registry the release's image is published to:
+// WINREADY_REGISTRY (make release-check's REGISTRY) with WINREADY_DIST, else
+// the one the chart is generated with here.
+func registry() string {
+	if r := os.Getenv("WINREADY_REGISTRY"); r != "" && os.Getenv("WINREADY_DIST") != "" {
+		return r
+	}
+	return "ghcr.io/winready"
+}
 
 var root = filepath.Join("..", "..")
 
@@ -43,7 +52,7 @@ func release(t *testing.T) (dir, chartDigest string) {
 	}
 	dir = t.TempDir()
 	cmd := exec.Command("go", "run", "./hack/release", "manifests", "--version", "v0.1.0",
-		"--registry", registry, "--digest", digest, "--out", dir)
+		"--registry", registry(), "--digest", digest, "--out", dir)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/release manifests: %v\n%s", err, out)

@@ -53,7 +53,7 @@ func TestTheChartInstalls(t *testing.T) {
 	}{{
 		name: "default values",
 		want: managerSpec{
-			image:        registry + "/winready@" + pinned,
+			image:        registry() + "/winready@" + pinned,
 			replicas:     2,
 			nodeSelector: map[string]string{"kubernetes.io/os": "linux"},
 		},
