@@ -186,7 +186,7 @@ var _ = Describe("Upgrading and reinstalling winready's Helm chart in the middle
 		Expect(err).NotTo(HaveOccurred())
 		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
 			Spec: v1alpha1.WindowsReadinessSpec{
-				Preflight:       v1alpha1.PreflightSpec{SkipNetworkProbe: true},
+				Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: true},
 				// Off on both backends: the probe policy compares the check's
 				// agents with the manager Deployment's image, which the API
 				// server's admission reads from its own informer, and this
