@@ -108,6 +108,10 @@ var managerMay = []access{
 	{"", "patch", "operator.tigera.io", "installations", "default"},
 	{"", "watch", "operator.tigera.io", "tigerastatuses", ""},
 	{"", "get", "apiregistration.k8s.io", "apiservices", "v3.projectcalico.org"},
+	// Its own admission policies and bindings, waited for before its first
+	// write (internal/cli/bounds.go).
+	{"", "get", "admissionregistration.k8s.io", "validatingadmissionpolicies", "winready-manager-installation"},
+	{"", "get", "admissionregistration.k8s.io", "validatingadmissionpolicybindings", "winready-windows-node-gate-calico"},
 	{"", "list", "operator.tigera.io", "imagesets", ""},
 	{"", "create", "projectcalico.org", "ipamconfigurations", ""},
 	{"", "patch", "projectcalico.org", "ipamconfigurations", "default"},
@@ -169,6 +173,10 @@ var managerMayNot = []access{
 	{"", "delete", "admissionregistration.k8s.io", "validatingadmissionpolicies", "other-policy"},
 	{"", "delete", "admissionregistration.k8s.io", "validatingadmissionpolicybindings", "winready-probe-daemonset"},
 	{"", "patch", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "other"},
+	{"", "get", "admissionregistration.k8s.io", "validatingadmissionpolicies", "other-policy"},
+	{"", "list", "admissionregistration.k8s.io", "validatingadmissionpolicies", ""},
+	{"", "watch", "admissionregistration.k8s.io", "validatingadmissionpolicybindings", ""},
+	{"", "get", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "winready-manager-installation"},
 	{"", "update", "winready.io", "windowsreadinesses", "default"},
 	{"", "patch", "winready.io", "windowsreadinesses/status", "other"},
 	{"", "patch", "operator.tigera.io", "installations", "other"},
