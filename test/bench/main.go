@@ -546,9 +546,11 @@ func startWinready(ctx context.Context, cfg config, kubeconfig string) (*winread
 	addr := l.Addr().String()
 	_ = l.Close()
 	// Plain HTTP: the bench reads the metrics itself, as a local demo would.
+	// Its control plane has none of winready's admission policies, which
+	// the bench does not measure: winready runs without waiting for them.
 	cmd := exec.CommandContext(ctx, cfg.winready, "--kubeconfig", kubeconfig, "--leader-elect=false",
 		"--metrics-bind-address", addr, "--metrics-secure=false", "--health-probe-bind-address", "0", "--namespace", operatorNamespace,
-		"--probe-image", "winready:bench")
+		"--probe-image", "winready:bench", "--require-admission-policies=false")
 	cmd.Stderr = io.Discard
 	cmd.Stdout = io.Discard
 	if cfg.winreadyLog != "" {
