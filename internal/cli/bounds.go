@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/winready/winready/config/admission"
 )
@@ -28,32 +29,31 @@ const boundsPoll = 2 * time.Second
 // (config/admission) that the cluster lacks or is deleting, as
 // "policy <name>" and "binding <name>", sorted.
 func missingBounds(ctx context.Context, cs kubernetes.Interface, want admission.Objects) ([]string, error) {
-	var missing []string
-	check := func(kind, name string, get func() (metav1.Object, error)) error {
-		obj, err := get()
-		switch {
-		case apierrors.IsNotFound(err):
-			missing = append(missing, kind+" "+name)
-		case err != nil:
-			return fmt.Errorf("reading admission %s %s: %w", kind, name, err)
-		case obj.GetDeletionTimestamp() != nil:
-			missing = append(missing, kind+" "+name+" (being deleted)")
-		}
-		return nil
-	}
 	api := cs.AdmissionregistrationV1()
-	for _, name := range want.Policies {
-		if err := check("policy", name, func() (metav1.Object, error) {
+	kinds := []struct {
+		kind  string
+		names []string
+		get   func(name string) (metav1.Object, error)
+	}{
+		{"policy", want.Policies, func(name string) (metav1.Object, error) {
 			return api.ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
-		}); err != nil {
-			return nil, err
-		}
-	}
-	for _, name := range want.Bindings {
-		if err := check("binding", name, func() (metav1.Object, error) {
+		}},
+		{"binding", want.Bindings, func(name string) (metav1.Object, error) {
 			return api.ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
-		}); err != nil {
-			return nil, err
+		}},
+	}
+	var missing []string
+	for _, k := range kinds {
+		for _, name := range k.names {
+			obj, err := k.get(name)
+			switch {
+			case apierrors.IsNotFound(err):
+				missing = append(missing, k.kind+" "+name)
+			case err != nil:
+				return nil, fmt.Errorf("reading admission %s %s: %w", k.kind, name, err)
+			case obj.GetDeletionTimestamp() != nil:
+				missing = append(missing, k.kind+" "+name+" (being deleted)")
+			}
 		}
 	}
 	slices.Sort(missing)
@@ -77,16 +77,14 @@ func waitForBounds(ctx context.Context, cfg *rest.Config, addr string, log logr.
 	if err != nil {
 		return err
 	}
-	var (
-		mu      sync.Mutex
-		waiting = "not yet looked"
-	)
-	stop, err := serveWaiting(addr, func() string { mu.Lock(); defer mu.Unlock(); return waiting })
+	// What the wait last found missing, for /readyz and the log.
+	var waiting atomic.Pointer[string]
+	waiting.Store(ptr.To("not yet looked"))
+	stop, err := serveWaiting(addr, func() string { return *waiting.Load() })
 	if err != nil {
 		return err
 	}
 	defer stop()
-	last := ""
 	return wait.PollUntilContextCancel(ctx, boundsPoll, true, func(ctx context.Context) (bool, error) {
 		missing, err := missingBounds(ctx, cs, want)
 		if err != nil {
@@ -94,20 +92,14 @@ func waitForBounds(ctx context.Context, cfg *rest.Config, addr string, log logr.
 			// again: the manager's RBAC may be applied after its
 			// Deployment too.
 			log.Error(err, "looking for winready's admission policies")
-			mu.Lock()
-			waiting = err.Error()
-			mu.Unlock()
+			waiting.Store(ptr.To(err.Error()))
 			return false, nil
 		}
 		now := strings.Join(missing, ", ")
-		mu.Lock()
-		waiting = now
-		mu.Unlock()
-		if now != last && now != "" {
+		if was := waiting.Swap(&now); *was != now && now != "" {
 			log.Info("waiting for winready's admission policies before any write; install them with the rest of winready (config/admission)",
 				"missing", missing)
 		}
-		last = now
 		return len(missing) == 0, nil
 	})
 }

@@ -45,7 +45,7 @@ var chartManifest = sync.OnceValues(func() ([]*unstructured.Unstructured, error)
 	}
 	pkg := os.Getenv("E2E_MANIFEST")
 	if pkg == "chart" {
-		if pkg, err = buildChart(dir); err != nil {
+		if pkg, err = buildChart(repoRoot, dir); err != nil {
 			return nil, err
 		}
 	}
@@ -98,11 +98,14 @@ func mirrored(objs []*unstructured.Unstructured) error {
 	return fmt.Errorf("the chart renders no Deployment %s with a manager container", managerDeployment)
 }
 
-// buildChart generates the chart from the checkout's config/ into dir, as
-// make chart does but with a digest of no image (nothing pulls it), and
-// returns its package.
-func buildChart(dir string) (string, error) {
-	if _, err := goRun(repoRoot, "./hack/release", "manifests", "--version", "e2e", "--registry", "ghcr.io/winready",
+// buildChart generates the chart from config/ of the checkout at root into
+// dir, as make chart does but with a digest of no image (nothing pulls it),
+// and returns its package.
+func buildChart(root, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if _, err := goRun(root, "./hack/release", "manifests", "--version", "e2e", "--registry", "ghcr.io/winready",
 		"--digest", chartDigest, "--out", dir); err != nil {
 		return "", err
 	}

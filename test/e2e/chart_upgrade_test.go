@@ -13,12 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
-	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/record"
 )
 
@@ -36,18 +34,14 @@ type helmCLI struct{ bin, kubeconfig string }
 // of the suite's own credentials for it.
 func newHelm() helmCLI {
 	GinkgoHelper()
-	h := helmCLI{bin: filepath.Join(logDir, "helm"), kubeconfig: filepath.Join(logDir, "helm.kubeconfig")}
+	h := helmCLI{bin: filepath.Join(logDir, "helm")}
 	build := exec.Command("go", "build", "-o", h.bin, "./cmd/helm")
 	build.Dir = filepath.Join(repoRoot, "test", "chart")
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "building test/chart's helm command: %s", out)
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken,
-		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["admin"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "admin"}
-	kc.CurrentContext = "admin"
-	Expect(clientcmd.WriteToFile(*kc, h.kubeconfig)).To(Succeed())
+	h.kubeconfig, err = writeKubeconfig(cfg, "helm", &clientcmdapi.AuthInfo{Token: cfg.BearerToken,
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData})
+	Expect(err).NotTo(HaveOccurred())
 	return h
 }
 
@@ -65,36 +59,6 @@ func (h helmCLI) try(args ...string) (string, error) {
 	out, err := cmd.CombinedOutput()
 	GinkgoWriter.Printf("helm %s: %s", args[0], out)
 	return string(out), err
-}
-
-// checkoutAt checks rev out as a git worktree of the repository (the
-// chart's generator stamps the commit it reads there) and builds its
-// binary; it returns the binary and the checkout, and removes the worktree
-// when the suite ends.
-func checkoutAt(rev string) (bin, root string) {
-	GinkgoHelper()
-	root = filepath.Join(logDir, "winready-chart-"+rev)
-	out, err := exec.Command("git", "-C", repoRoot, "worktree", "add", "--detach", root, rev).CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "checking out %s (a clone with full history is needed): %s", rev, out)
-	DeferCleanup(func() {
-		out, err := exec.Command("git", "-C", repoRoot, "worktree", "remove", "--force", root).CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "removing the worktree %s: %s", root, out)
-	})
-	return buildAt(root, rev), root
-}
-
-// chartAt generates the chart of the checkout at root into dir, as make
-// chart does, and returns its package.
-func chartAt(root, dir string) string {
-	GinkgoHelper()
-	Expect(os.MkdirAll(dir, 0o755)).To(Succeed())
-	_, err := goRun(root, "./hack/release", "manifests", "--version", "e2e", "--registry", "ghcr.io/winready",
-		"--digest", chartDigest, "--out", dir)
-	Expect(err).NotTo(HaveOccurred())
-	pkgs, err := filepath.Glob(filepath.Join(dir, "winready-*.tgz"))
-	Expect(err).NotTo(HaveOccurred())
-	Expect(pkgs).To(HaveLen(1), "one chart package in %s", dir)
-	return pkgs[0]
 }
 
 // chartManager is the manager Deployment a helm install or upgrade left,
@@ -118,9 +82,6 @@ var _ = Describe("Upgrading and reinstalling winready's Helm chart in the middle
 		running              *process
 		values               string
 	)
-	nodeEnv := func() [2]string {
-		return [2]string{daemonSetEnv(calico.NodeDaemonSet, calico.ServiceHostKey), daemonSetEnv(calico.NodeDaemonSet, calico.ServicePortKey)}
-	}
 	// awaiting is the step the migration waits to have approved, "" while
 	// it waits for none.
 	awaiting := func() v1alpha1.StepName {
@@ -135,7 +96,8 @@ var _ = Describe("Upgrading and reinstalling winready's Helm chart in the middle
 		}
 		return ""
 	}
-	chartVersionOfCRD := func() string {
+	// crdOwner is the Helm release and the manager of the CRD.
+	crdOwner := func() string {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Name: "windowsreadinesses.winready.io"}, crd)).To(Succeed())
 		return crd.Annotations["meta.helm.sh/release-name"] + " " + crd.Labels["app.kubernetes.io/managed-by"]
@@ -149,11 +111,12 @@ var _ = Describe("Upgrading and reinstalling winready's Helm chart in the middle
 		var previousRoot string
 		previousBin, previousRoot = checkoutAt(rev)
 		dir := filepath.Join(logDir, "chart-upgrade")
-		previousChart = chartAt(previousRoot, filepath.Join(dir, "previous"))
-		chart = chartAt(repoRoot, filepath.Join(dir, "current"))
+		var err error
+		previousChart, err = buildChart(previousRoot, filepath.Join(dir, "previous"))
+		Expect(err).NotTo(HaveOccurred())
+		chart, err = buildChart(repoRoot, filepath.Join(dir, "current"))
+		Expect(err).NotTo(HaveOccurred())
 		helm = newHelm()
-		// The requests of a migration under way: two disruptive steps
-		// left to approve, so that each release stops at the same place.
 		values = filepath.Join(dir, "values.yaml")
 		Expect(os.WriteFile(values, mirrorValues, 0o644)).To(Succeed())
 
@@ -184,6 +147,8 @@ var _ = Describe("Upgrading and reinstalling winready's Helm chart in the middle
 		var err error
 		running, err = runAsInstalled(ctx, k8s, cfg, chartManager(), "winready-earlier-chart", previousBin)
 		Expect(err).NotTo(HaveOccurred())
+		// Two disruptive steps left to approve, so that each release stops
+		// at a place of its own.
 		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
 			Spec: v1alpha1.WindowsReadinessSpec{
 				Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: true},
@@ -203,7 +168,7 @@ var _ = Describe("Upgrading and reinstalling winready's Helm chart in the middle
 
 	It("upgrades to this chart with helm upgrade, CRD included, and goes on from where the previous release stopped", func() {
 		helm.run("upgrade", "-f", values, chart)
-		Expect(chartVersionOfCRD()).To(Equal("winready Helm"), "the CRD is the release's, upgraded with it")
+		Expect(crdOwner()).To(Equal("winready Helm"), "the CRD is the release's, upgraded with it")
 		var err error
 		running, err = runAsInstalled(ctx, k8s, cfg, chartManager(), "winready-chart-upgraded", winreadyBin())
 		Expect(err).NotTo(HaveOccurred())

@@ -108,11 +108,17 @@ func serviceAccountKubeconfig(ctx context.Context, c client.Client, cfg *rest.Co
 	if err := c.SubResource("token").Create(ctx, account, req); err != nil {
 		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", ns, sa, err)
 	}
+	return writeKubeconfig(cfg, name, &clientcmdapi.AuthInfo{Token: req.Status.Token})
+}
+
+// writeKubeconfig writes name.kubeconfig into the log directory: cfg's API
+// server and auth, and returns its path.
+func writeKubeconfig(cfg *rest.Config, name string, auth *clientcmdapi.AuthInfo) (string, error) {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: req.Status.Token}
-	kc.Contexts[sa] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: sa}
-	kc.CurrentContext = sa
+	kc.AuthInfos[name] = auth
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: name}
+	kc.CurrentContext = name
 	path := filepath.Join(logDir, name+".kubeconfig")
 	return path, clientcmd.WriteToFile(*kc, path)
 }

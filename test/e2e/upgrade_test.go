@@ -23,27 +23,32 @@ import (
 // calico-node's own API server address (E2E_EARLIER overrides it).
 const earlierRevision = "f27ae92"
 
-// buildEarlier checks out rev from the repository's history into a
-// directory of its own and builds its binary there; it returns the binary
-// and the checkout, whose config/default is that release's manifest.
-func buildEarlier(rev string) (bin, root string) {
-	root = filepath.Join(logDir, "winready-"+rev)
-	Expect(os.MkdirAll(root, 0o755)).To(Succeed())
-	archive := exec.Command("bash", "-c", "git -C \"$1\" archive \"$2\" | tar -x -C \"$3\"", "archive", repoRoot, rev, root)
-	out, err := archive.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "checking out %s from git history (a clone with full history is needed): %s", rev, out)
-	return buildAt(root, rev), root
-}
-
-// buildAt builds the binary of the checkout at root, of revision rev.
-func buildAt(root, rev string) string {
+// checkoutAt checks rev out of the repository's history as a git worktree
+// (a clone with full history is needed; the chart's generator reads the
+// commit there) and builds its binary; it returns the binary and the
+// checkout, whose config/default is that release's manifest. The worktree
+// goes when the calling container ends.
+func checkoutAt(rev string) (bin, root string) {
 	GinkgoHelper()
-	bin := filepath.Join(root, "winready")
+	root = filepath.Join(logDir, "winready-"+rev)
+	out, err := exec.Command("git", "-C", repoRoot, "worktree", "add", "--detach", root, rev).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "checking out %s (a clone with full history is needed): %s", rev, out)
+	DeferCleanup(func() {
+		out, err := exec.Command("git", "-C", repoRoot, "worktree", "remove", "--force", root).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "removing the worktree %s: %s", root, out)
+	})
+	bin = filepath.Join(root, "winready")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	out, err := build.CombinedOutput()
+	out, err = build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "building winready %s: %s", rev, out)
-	return bin
+	return bin, root
+}
+
+// nodeEnv is calico-node's API server address: its KUBERNETES_SERVICE_HOST
+// and _PORT, which the services endpoint sets and a rollback restores.
+func nodeEnv() [2]string {
+	return [2]string{daemonSetEnv(calico.NodeDaemonSet, calico.ServiceHostKey), daemonSetEnv(calico.NodeDaemonSet, calico.ServicePortKey)}
 }
 
 // runTodayAsInstalled installs today's winready again and runs it, as the
@@ -65,16 +70,12 @@ var _ = Describe("Upgrading winready in the middle of a migration", Ordered, fun
 	var earlierBin, earlierRoot string
 	var running *process
 
-	nodeEnv := func() [2]string {
-		return [2]string{daemonSetEnv(calico.NodeDaemonSet, calico.ServiceHostKey), daemonSetEnv(calico.NodeDaemonSet, calico.ServicePortKey)}
-	}
-
 	BeforeAll(func() {
 		rev := earlierRevision
 		if r := os.Getenv("E2E_EARLIER"); r != "" {
 			rev = r
 		}
-		earlierBin, earlierRoot = buildEarlier(rev)
+		earlierBin, earlierRoot = checkoutAt(rev)
 		// This scenario runs the two releases itself.
 		Expect(winready.Stop()).To(Succeed())
 		// The earlier release shipped no admission policies: the cluster it
