@@ -67,7 +67,7 @@ $(CRDS):
 
 # The packages whose tests start an envtest control plane (each its own, on
 # free ports): they run again every time. The others keep Go's test cache.
-ENVTEST_PKGS := ./config/rbac/ ./test/admission/ ./hack/release/ ./internal/calico/ ./internal/cli/ ./internal/plugin/ ./test/calicosim/ ./test/kit/
+ENVTEST_PKGS := ./api/v1alpha1/ ./config/rbac/ ./test/admission/ ./hack/release/ ./internal/calico/ ./internal/cli/ ./internal/plugin/ ./test/calicosim/ ./test/kit/
 # The end-to-end scenarios on the simulator, as a smoke test of winready as
 # installed (its manifest, its binary under its ServiceAccount): the whole
 # set runs against the real Tigera operator in make e2e.
@@ -75,9 +75,10 @@ E2E_SMOKE := Windows-ready (keeps Windows nodes out|migrates to Ready replacing|
 TEST_P ?= 2
 # Ginkgo's CLI (pinned in hack/tools/go.mod beside golangci-lint) runs the
 # two tiers of winready's specs: the controllers suite (the manager: watches,
-# timing, RBAC and admission, restarts, the audit log) in CONTROLLERS_PROCS
-# processes and the pass-by-pass tier (test/passes: what a pass decides) in
-# PASSES_PROCS. Each process starts its own control plane (and simulator) in
+# timing, at work under RBAC and admission, restarts, the audit log; what
+# config/ alone decides is in api/v1alpha1 and test/admission, ENVTEST_PKGS)
+# in CONTROLLERS_PROCS processes and the pass-by-pass tier (test/passes: what
+# a pass decides) in PASSES_PROCS. Each process starts its own control plane (and simulator) in
 # BeforeSuite and takes the next spec as it frees up, so no state is shared
 # between processes.
 GINKGO := go tool -modfile=$(CURDIR)/hack/tools/go.mod ginkgo
@@ -122,8 +123,9 @@ test: envtest-assets ## Run every test on envtest (an as-installed smoke test of
 # which internal/version's tests hold this to), at a patch the Go module proxy
 # serves: make test-oldest builds its control plane into bin/k8s/<version>/ as
 # envtest-assets builds K8S_VERSION's (about 10 minutes cold on two cores) and
-# runs the core tier on it: the admission suite and the controllers' specs
-# labelled core (the migration, the Windows join gate, a rollback). make test
+# runs the core tier on it: the admission suite, the CRD's schema and CEL
+# rules (api/v1alpha1) and the controllers' specs labelled core (the
+# migration, the Windows join gate, a rollback). make test
 # runs everything on K8S_VERSION, the newest.
 K8S_OLDEST ?= 1.35.8
 OLDEST_ASSETS := $(CURDIR)/bin/k8s/$(K8S_OLDEST)
@@ -133,7 +135,7 @@ $(OLDEST_ASSETS)/kube-apiserver:
 
 .PHONY: test-oldest
 test-oldest: $(OLDEST_ASSETS)/kube-apiserver $(CRDS) ## The core tier (admission, migration, join gate, rollback) on K8S_OLDEST, the oldest Kubernetes winready claims.
-	KUBEBUILDER_ASSETS=$(OLDEST_ASSETS) go test ./test/admission/ -count=1 -timeout 10m
+	KUBEBUILDER_ASSETS=$(OLDEST_ASSETS) go test ./test/admission/ ./api/v1alpha1/ -count=1 -timeout 10m
 	KUBEBUILDER_ASSETS=$(OLDEST_ASSETS) $(GINKGO) -p --procs=$(CONTROLLERS_PROCS) --timeout=15m --label-filter=core \
 		$(GINKGO_CLI_FLAGS) ./controllers/
 

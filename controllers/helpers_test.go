@@ -32,12 +32,6 @@ func poke(key, value string) {
 	Expect(k8s.Patch(ctx, wr, client.MergeFrom(base))).To(Succeed())
 }
 
-func mustParse(s string) time.Duration {
-	d, err := time.ParseDuration(s)
-	Expect(err).NotTo(HaveOccurred())
-	return d
-}
-
 // seed seeds a cluster and waits until the simulated Calico is at rest.
 func seed(cl calicosim.Cluster) {
 	Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
