@@ -1,9 +1,11 @@
 // Package admission_test is winready's admission suite: the policies of
-// config/admission on a bare control plane (no simulator, no manager), each
-// write sent in a dry run as the identity that would make it. A door is a
-// write a stolen manager token would try: it must be refused for the
-// manager's identity, by the policy the API server names, and admitted for
-// an admin, so that the policies bound the manager and nobody else.
+// config/admission, the RBAC of config/rbac (least privilege, rule by rule)
+// and the probe namespace's NetworkPolicies on a bare control plane (no
+// simulator, no manager), each write sent in a dry run as the identity that
+// would make it. A door is a write a stolen manager token would try: it must
+// be refused for the manager's identity, by the policy the API server names,
+// and admitted for an admin, so that the policies bound the manager and
+// nobody else.
 package admission_test
 
 import (
@@ -15,6 +17,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,6 +51,11 @@ var (
 	k8s client.Client
 	// manager holds the manager's identity, as a stolen token would.
 	manager client.Client
+	// installed is config/default as kustomize builds it.
+	installed []*unstructured.Unstructured
+	// managerImage is the image config/default gives the manager, the
+	// parameter of the probe DaemonSet's policy.
+	managerImage string
 )
 
 func TestAdmission(t *testing.T) {
@@ -82,15 +90,23 @@ var _ = BeforeSuite(func() {
 			Expect(err).NotTo(HaveOccurred())
 		}
 	}
-	objs, err := installpkg.Build(filepath.Join("..", "..", "config", "default"))
+	installed, err = installpkg.Build(filepath.Join("..", "..", "config", "default"))
 	Expect(err).NotTo(HaveOccurred())
-	Expect(installpkg.Create(ctx, k8s, objs, func(u *unstructured.Unstructured) bool {
+	Expect(installpkg.Create(ctx, k8s, installed, func(u *unstructured.Unstructured) bool {
 		return u.GetKind() != "CustomResourceDefinition"
 	})).To(Succeed())
+	managerImage = managerDeployment(installed).Spec.Template.Spec.Containers[0].Image
 	// The API server takes the policies up a moment after they are created.
 	Eventually(func() error {
 		return manager.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: "other"}}, client.DryRunAll)
 	}).Should(MatchError(ContainSubstring("winready-manager-system")), "the policies are in force")
+	other := probeDaemonSet(managerImage)
+	other.Name = "other"
+	Eventually(func() error { return createAsManager(other) }).Should(MatchError(ContainSubstring("only the probe")),
+		"the probe DaemonSet policy is in force")
+	unbound := tokenClient(authenticationv1.TokenRequestSpec{})
+	Eventually(func() error { return unbound.Create(ctx, report("node-a", "node-a"), client.DryRunAll) }).
+		Should(MatchError(ContainSubstring("the token of its pod")), "the report policy is in force")
 })
 
 var _ = AfterSuite(func() {

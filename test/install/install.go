@@ -14,8 +14,10 @@ import (
 	"slices"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -169,4 +171,18 @@ func waitEstablished(ctx context.Context, c client.Client, name string) error {
 		}
 		return false, nil
 	})
+}
+
+// ManagerDeployment is the manager's Deployment among objs.
+func ManagerDeployment(objs []*unstructured.Unstructured) (*appsv1.Deployment, error) {
+	for _, obj := range objs {
+		if obj.GetKind() == "Deployment" && obj.GetName() == "winready-manager" {
+			d := &appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, d); err != nil {
+				return nil, err
+			}
+			return d, nil
+		}
+	}
+	return nil, errors.New("no Deployment winready-manager")
 }

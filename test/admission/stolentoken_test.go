@@ -1,4 +1,4 @@
-package controllers_test
+package admission_test
 
 import (
 	"strings"
@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/round"
 )
@@ -19,18 +18,17 @@ import (
 // The doors a leaked manager token would try in winready's namespaces
 // (docs/security.md), each refused by the admission policy named in the API
 // server's message, while what winready itself writes is admitted. Every
-// write is a dry run. calico-node's and the Installation's doors are in the
-// admission suite (test/admission).
+// write is a dry run. calico-node's and the Installation's doors are in
+// doors_test.go.
 var _ = Describe("A stolen manager token", func() {
-	AfterEach(func() { resetCluster(nil) })
 
 	It("creates nothing in winready-system but the record, and cannot delete it during a migration", func() {
 		record := func(name string, data map[string]string, labels map[string]string) *corev1.ConfigMap {
-			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: name, Labels: labels}, Data: data}
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: systemNS, Name: name, Labels: labels}, Data: data}
 		}
 		// As a migration begins, the one time the record is written: with no
-		// WindowsReadiness the manager writes none (test/admission).
-		on.CreateWR()
+		// WindowsReadiness the manager writes none (doors_test.go).
+		inState(migrating)
 		label := map[string]string{"winready.io/originals": "true", calico.ClaimLabel: "true"}
 		good := record("winready-originals", map[string]string{"originals.json": "{}"}, label)
 		Eventually(func() error { return createAsManager(record("other", map[string]string{"x": "y"}, nil)) }).
@@ -47,10 +45,10 @@ var _ = Describe("A stolen manager token", func() {
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, good))).To(Succeed()) })
 		Expect(managerPatch(good, types.MergePatchType, `{"data":{"originals.json":"{\"bgp\":{}}"}}`)).
 			To(HaveOccurred(), "never rewritten")
-		Eventually(func() error { return asManager().Delete(ctx, good, client.DryRunAll) }).
+		Eventually(func() error { return manager.Delete(ctx, good, client.DryRunAll) }).
 			Should(MatchError(ContainSubstring("winready-manager-record")), "not during a migration")
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-		Eventually(func() error { return asManager().Delete(ctx, good, client.DryRunAll) }).Should(Succeed(), "as a rollback ends")
+		inState(rollingBack)
+		Eventually(func() error { return manager.Delete(ctx, good, client.DryRunAll) }).Should(Succeed(), "as a rollback ends")
 	})
 
 	It("runs no other DaemonSet in the probe namespace, nor the pod network check otherwise than winready builds it", func() {
@@ -83,7 +81,7 @@ var _ = Describe("A stolen manager token", func() {
 
 	It("writes plans that can never count as reports, and small", func() {
 		plan := func(labels map[string]string, body string) *corev1.ConfigMap {
-			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: "winready-probe-plan-linux-0", Labels: labels},
+			return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: probeNS, Name: "winready-probe-plan-linux-0", Labels: labels},
 				Data: map[string]string{round.NodeKey: "linux-0", round.PlanKey: body}}
 		}
 		labels := map[string]string{round.ComponentLabel: "probe", round.PlanLabel: "r"}
