@@ -245,7 +245,7 @@ func (k rolloutCanary) advance(ctx context.Context, w walk, s *scope, step v1alp
 		}
 		return k.await(ctx, w, s, in)
 	}
-	return k.collect(ctx, w, s, in)
+	return k.step(w, s, in).collect(ctx, s, &s.wr.Status.Canary.Round.RoundState)
 }
 
 // await waits until the canary's nodes run the new calico-node, then starts
@@ -262,17 +262,7 @@ func (k rolloutCanary) await(ctx context.Context, w walk, s *scope, in phase.Inp
 			len(updated), c.Size))
 	}
 	c.Nodes = updated[:c.Size]
-	rd := &v1alpha1.PodCheckRound{Trigger: CanaryTrigger}
-	id := round.NewID(s.wr.Generation, s.now)
-	e, spec := k.engine(w, s, id, round.TokenOf(s.wr.Annotations[RerunPodCheckAnnotation]))
-	if err := e.Start(ctx, s.now, spec, &rd.RoundState); err != nil {
-		return failed(fmt.Errorf("the canary's pod network check: %w", err))
-	}
-	c.State, c.Round = v1alpha1.CanaryChecking, rd
-	s.note(corev1.EventTypeNormal, conditions.ReasonCanaryChecking, string(c.Steps[0]),
-		"calico-node's new template runs on the canary's nodes (%s): checking the pod network between them and the nodes on the old one (round %s)",
-		strings.Join(c.Nodes, ", "), id)
-	return progressing(podCheckPoll, "the canary: checking the pod network between %s and the nodes on the old calico-node", strings.Join(c.Nodes, ", "))
+	return k.step(w, s, in).start(ctx, s)
 }
 
 // engine is the pod network check's engine, its round paired around the
@@ -286,51 +276,47 @@ func (rolloutCanary) engine(w walk, s *scope, id round.ID, token round.Token) (*
 	return e, spec
 }
 
-// collect follows the canary's round and judges it against the baseline.
-func (k rolloutCanary) collect(ctx context.Context, w walk, s *scope, in phase.Input) Outcome {
+// step is the canary's round step: the pod network check's round, paired
+// around the canary's nodes and judged against the baseline. It passes the
+// canary or fails it; when its plans are gone the canary's nodes are
+// checked again.
+func (k rolloutCanary) step(w walk, s *scope, in phase.Input) roundStep[podcheck.Params, podcheck.Result] {
 	c := s.wr.Status.Canary
-	rd := c.Round
-	e, spec := k.engine(w, s, round.ID(rd.Round), round.TokenOfState(&rd.RoundState))
-	progress, err := advanceCheck(ctx, s, e, spec, rd)
-	if err != nil {
-		return failed(err)
+	return roundStep[podcheck.Params, podcheck.Result]{r: w.Reconciler, token: round.TokenOf(s.wr.Annotations[RerunPodCheckAnnotation]),
+		what: "the canary's pod network check", starting: "the canary's pod network check", fix: podCheckRefusals,
+		rerun:   rerunPodCheckCommand() + "; or set spec.rollout.canary: 0 for the rollout to go on without it",
+		reports: "the canary's check reports are deleted",
+		engine: func(id round.ID, token round.Token) (*podcheck.Engine, round.Spec[podcheck.Params]) {
+			return k.engine(w, s, id, token)
+		},
+		started: func(rs v1alpha1.RoundState, spec round.Spec[podcheck.Params]) Outcome {
+			c.State, c.Round = v1alpha1.CanaryChecking, &v1alpha1.PodCheckRound{RoundState: rs, Trigger: CanaryTrigger}
+			s.note(corev1.EventTypeNormal, conditions.ReasonCanaryChecking, string(c.Steps[0]),
+				"calico-node's new template runs on the canary's nodes (%s): checking the pod network between them and the nodes on the old one (round %s)",
+				strings.Join(c.Nodes, ", "), spec.ID)
+			return progressing(podCheckPoll, "the canary: checking the pod network between %s and the nodes on the old calico-node", strings.Join(c.Nodes, ", "))
+		},
+		advanced: checkAdvanced(s, c.Round, "the canary proved nothing", func() Outcome { return k.fail(s) }),
+		waiting: func(p round.Progress) Outcome {
+			return progressing(min(p.Wait, podCheckPoll), "the canary: %d of %d check pods on the canary's nodes and their peers reported",
+				p.Reported, p.Expected)
+		},
+		restart: func() Outcome {
+			// Check the canary's nodes again.
+			c.State, c.Round = v1alpha1.CanaryRolling, nil
+			return progressing(podCheckPoll, "the canary: its check's plans are gone, checking again")
+		},
+		judge: func(ctx context.Context, res round.Results[podcheck.Params, podcheck.Result]) func() Outcome {
+			podcheck.Judge(c.Round, res, podCheckStatus(s).Baseline, rerunPodCheckCommand())
+			return func() Outcome {
+				if c.Round.Worse {
+					return k.fail(s)
+				}
+				return k.pass(ctx, w, s, in, "the pod network check passed between the canary's nodes and the others: "+c.Round.Diagnosis)
+			}
+		},
+		refused: func(msg string) Outcome { return stop(ReasonPodNetworkCheckFailed, "%s", msg) },
 	}
-	switch {
-	case progress.NoneServed:
-		completed := metav1.NewTime(s.now)
-		rd.PlannedAt, rd.CompletedAt, rd.Worse = &completed, &completed, true
-		rd.Diagnosis = round.Truncate(fmt.Sprintf("no check pod served within %s on any of the %d Linux nodes: the canary proved nothing",
-			podCheckTimeout(s)/2, rd.Nodes), podcheck.MaxDiagnosis)
-		if err := e.Cleanup(ctx); err != nil {
-			return failed(err)
-		}
-		return k.fail(s)
-	case progress.Stage != round.Complete:
-		return progressing(min(progress.Wait, podCheckPoll), "the canary: %d of %d check pods on the canary's nodes and their peers reported",
-			progress.Reported, progress.Expected)
-	}
-	res, ok, err := e.Results(ctx, &rd.RoundState)
-	if err != nil {
-		return failed(err)
-	}
-	if !ok {
-		// The plans are gone: check the canary's nodes again.
-		c.State, c.Round = v1alpha1.CanaryRolling, nil
-		return progressing(podCheckPoll, "the canary: its check's plans are gone, checking again")
-	}
-	podcheck.Judge(rd, res, podCheckStatus(s).Baseline, rerunPodCheckCommand())
-	completed := metav1.NewTime(s.now)
-	rd.CompletedAt = &completed
-	if err := w.checkpoint(ctx, s, "the canary's check reports are deleted"); err != nil {
-		return failed(err)
-	}
-	if err := e.Cleanup(ctx); err != nil {
-		return failed(err)
-	}
-	if rd.Worse {
-		return k.fail(s)
-	}
-	return k.pass(ctx, w, s, in, "the pod network check passed between the canary's nodes and the others: "+rd.Diagnosis)
 }
 
 // pass ends the canary: the rollout goes on at spec.rollout.maxUnavailable.

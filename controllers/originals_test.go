@@ -19,6 +19,7 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/conditions"
+	"github.com/winready/winready/internal/podcheck"
 	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 	"github.com/winready/winready/test/kit/look"
@@ -266,36 +267,11 @@ var _ = Describe("The probe round", func() {
 	})
 
 	It("stalls with the API server's reason when its agents cannot be created, after a bounded number of tries", func() {
-		policy := denyPolicy("no-host-network", admissionv1.Create, admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"},
-			Resources: []string{"daemonsets"}}, "!object.spec.template.spec.hostNetwork", "hostNetwork pods are not allowed in this cluster")
-		// Bound to winready's namespace only, so that nothing else is refused
-		// while the API server forgets the policy after the spec.
-		binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "no-host-network"},
-			Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "no-host-network",
-				MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name",
-						Operator: metav1.LabelSelectorOpIn, Values: []string{operatorNamespace, probeNamespace}}}}},
-				ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}
 		probe := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "policy-check"},
 			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}},
 					Spec: corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}}}
-		refusal := func() string {
-			if err := k8s.Create(ctx, probe, client.DryRunAll); err != nil {
-				return err.Error()
-			}
-			return ""
-		}
-		// Registered first, so run last: the next spec starts only once the
-		// API server has forgotten the policy, which it learns from a watch.
-		DeferCleanup(func() {
-			Eventually(refusal).ShouldNot(ContainSubstring("hostNetwork pods are not allowed"), "the API server forgets the policy")
-		})
-		for _, obj := range []client.Object{policy, binding} {
-			Expect(k8s.Create(ctx, obj)).To(Succeed())
-			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
-		}
-		Eventually(refusal).Should(ContainSubstring("hostNetwork pods are not allowed"))
+		refuseDaemonSets("no-host-network", "!object.spec.template.spec.hostNetwork", "hostNetwork pods are not allowed in this cluster", probe)
 
 		on.CreateWR()
 		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonNetworkProbeFailed))
@@ -303,7 +279,67 @@ var _ = Describe("The probe round", func() {
 			ContainSubstring("hostNetwork pods are not allowed in this cluster")))
 		Expect(look.CalicoWrites(op.writes.Snapshot())).To(BeEmpty(), "nothing was changed")
 	})
+
+	It("stops the pod network check as it stops the probe when the check's pods cannot be created, and runs it again when asked", func() {
+		check := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: podcheck.Name},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}}}
+		lift := refuseDaemonSets("no-pod-check", "object.metadata.name != '"+podcheck.Name+"'", "pod network checks are not allowed in this cluster", check)
+
+		on.CreateWR()
+		Eventually(on.Condition(conditions.Stalled)).Should(look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPodNetworkCheckFailed))
+		Expect(on.WR().Status.Message).To(And(
+			ContainSubstring("pod network check before the first change could not be started in 3 attempts"),
+			ContainSubstring("pod network checks are not allowed in this cluster"), ContainSubstring("Fix what the API server says"),
+			ContainSubstring("kubectl annotate wr default "+controllers.RerunPodCheckAnnotation)))
+		Expect(on.WR().Status.Preflight.Probe.PassedPairs).To(BeNumerically(">", 0), "the probe before it passed")
+		Expect(look.CalicoWrites(op.writes.Snapshot())).To(BeEmpty(), "nothing was changed")
+
+		By("running again once the policy is gone and a rerun is asked for")
+		lift()
+		poke(controllers.RerunPodCheckAnnotation, "1")
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseReady))
+	})
 })
+
+// refuseDaemonSets makes the API server refuse, in winready's namespaces
+// only, to create DaemonSets for which expression does not hold, with
+// message, until the spec ends or lift is called; sample, a DaemonSet in
+// winready's namespace it refuses, shows when the API server has learnt the
+// policy and when it has forgotten it.
+func refuseDaemonSets(name, expression, message string, sample *appsv1.DaemonSet) (lift func()) {
+	policy := denyPolicy(name, admissionv1.Create, admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"},
+		Resources: []string{"daemonsets"}}, expression, message)
+	// Bound to winready's namespaces only, so that nothing else is refused
+	// while the API server forgets the policy after the spec.
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name",
+					Operator: metav1.LabelSelectorOpIn, Values: []string{operatorNamespace, probeNamespace}}}}},
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}
+	refusal := func() string {
+		if err := k8s.Create(ctx, sample, client.DryRunAll); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	lift = func() {
+		for _, obj := range []client.Object{binding, policy} {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
+		}
+		Eventually(refusal).ShouldNot(ContainSubstring(message), "the API server forgets the policy")
+	}
+	// Registered before the objects exist: the next spec starts only once
+	// the API server has forgotten the policy, which it learns from a watch.
+	DeferCleanup(lift)
+	for _, obj := range []client.Object{policy, binding} {
+		Expect(k8s.Create(ctx, obj)).To(Succeed())
+	}
+	Eventually(refusal).Should(ContainSubstring(message))
+	return lift
+}
 
 // denyPolicy is an admission policy that refuses op on rule's objects unless
 // expression holds, with message.

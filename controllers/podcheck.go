@@ -95,12 +95,14 @@ func (r podCheck) check(ctx context.Context, s *scope) Outcome {
 		return done()
 	}
 	rd := podCheckRound(s, r.trigger)
-	switch {
-	case rd == nil || !podCheckRerunSeen(s, rd):
-		return r.start(ctx, s)
-	case rd.CompletedAt == nil:
-		return r.collect(ctx, s, rd)
-	case rd.Worse && (r.trigger != BaselineCheck || rd.Paired == 0):
+	var rs *v1alpha1.RoundState
+	if rd != nil && podCheckRerunSeen(s, rd) {
+		rs = &rd.RoundState
+	}
+	if o, over := r.step(s, rd).run(ctx, s, rs); !over {
+		return o
+	}
+	if rd.Worse && (r.trigger != BaselineCheck || rd.Paired == 0) {
 		return podCheckFailed(s, rd)
 	}
 	return done()
@@ -152,27 +154,53 @@ func (r podCheck) engine(s *scope, id round.ID, token round.Token) (*podcheck.En
 			}}
 }
 
-// start starts a round on every Linux node: its pods and Service.
-func (r podCheck) start(ctx context.Context, s *scope) Outcome {
-	rd := &v1alpha1.PodCheckRound{Trigger: string(r.trigger)}
-	id := round.NewID(s.wr.Generation, s.now)
-	e, spec := r.engine(s, id, round.TokenOf(s.wr.Annotations[RerunPodCheckAnnotation]))
-	if r.trigger == BaselineCheck {
-		// Every later round tests the pairs the baseline tested.
-		spec.Seed = string(id)
+// step is the check's round step for rd, the round for the trigger in the
+// status (nil when none ran): a new round runs on every Linux node, its pods
+// and Service; a baseline's seed orders the pairs of every later round. The
+// pods are paired once they serve, and their reports are judged against the
+// baseline.
+func (r podCheck) step(s *scope, rd *v1alpha1.PodCheckRound) roundStep[podcheck.Params, podcheck.Result] {
+	return roundStep[podcheck.Params, podcheck.Result]{r: r.Reconciler, token: round.TokenOf(s.wr.Annotations[RerunPodCheckAnnotation]),
+		what: podCheckLabel(r.trigger), starting: "pod network check", fix: podCheckRefusals,
+		rerun:   rerunPodCheckCommand() + "; or set spec.podNetworkCheck.disabled",
+		reports: "the pod check reports are deleted",
+		engine: func(id round.ID, token round.Token) (*podcheck.Engine, round.Spec[podcheck.Params]) {
+			return r.engine(s, id, token)
+		},
+		prepare: func(_ context.Context, spec *round.Spec[podcheck.Params]) error {
+			if r.trigger == BaselineCheck {
+				// Every later round tests the pairs the baseline tested.
+				spec.Seed = string(spec.ID)
+			}
+			return nil
+		},
+		started: func(rs v1alpha1.RoundState, spec round.Spec[podcheck.Params]) Outcome {
+			rd := &v1alpha1.PodCheckRound{RoundState: rs, Trigger: string(r.trigger)}
+			st := podCheckStatus(s)
+			if r.trigger == BaselineCheck {
+				st.Baseline, st.Seed = rd, spec.Seed
+			} else {
+				st.Last = rd
+			}
+			s.note(corev1.EventTypeNormal, conditions.ReasonPodNetworkCheckStarted, string(r.trigger), "checking the pod network between %d Linux nodes (round %s)", rd.Nodes, spec.ID)
+			return progressing(podCheckPoll, "%s: starting the pod network check pods on %d Linux nodes", podCheckLabel(r.trigger), rd.Nodes)
+		},
+		advanced: checkAdvanced(s, rd, r.unservedFix(), func() Outcome { return podCheckFailed(s, rd) }),
+		waiting: func(p round.Progress) Outcome {
+			if p.Stage == round.Pairing {
+				return progressing(min(p.Wait, podCheckPoll), "%s: %d of %d pods serve", podCheckLabel(r.trigger), p.Reported, p.Expected)
+			}
+			return progressing(min(p.Wait, podCheckPoll), "%s: %d of %d pods reported", podCheckLabel(r.trigger), p.Reported, p.Expected)
+		},
+		judge: func(_ context.Context, res round.Results[podcheck.Params, podcheck.Result]) func() Outcome {
+			return r.judge(s, rd, res)
+		},
+		refused: func(msg string) Outcome { return stop(ReasonPodNetworkCheckFailed, "%s", msg) },
 	}
-	if err := e.Start(ctx, s.now, spec, &rd.RoundState); err != nil {
-		return failed(fmt.Errorf("pod network check: %w", err))
-	}
-	st := podCheckStatus(s)
-	if r.trigger == BaselineCheck {
-		st.Baseline, st.Seed = rd, spec.Seed
-	} else {
-		st.Last = rd
-	}
-	s.note(corev1.EventTypeNormal, conditions.ReasonPodNetworkCheckStarted, string(r.trigger), "checking the pod network between %d Linux nodes (round %s)", rd.Nodes, id)
-	return progressing(podCheckPoll, "%s: starting the pod network check pods on %d Linux nodes", podCheckLabel(r.trigger), rd.Nodes)
 }
+
+// podCheckRefusals are what the API server may refuse a check's round for.
+const podCheckRefusals = "an admission policy or a quota refusing the check's DaemonSet, pods or Service, the probe image"
 
 func podCheckLabel(trigger v1alpha1.StepName) string {
 	if trigger == BaselineCheck {
@@ -181,89 +209,64 @@ func podCheckLabel(trigger v1alpha1.StepName) string {
 	return "pod network check after step " + string(trigger)
 }
 
-// collect pairs the pods once they serve, waits for their reports, then
-// compares them with the baseline, saves the outcome and removes the round.
-func (r podCheck) collect(ctx context.Context, s *scope, rd *v1alpha1.PodCheckRound) Outcome {
+// judge compares a complete round with the baseline; its verdict notes the
+// outcome once the round is removed, and stops the migration on a round
+// after a step that is worse.
+func (r podCheck) judge(s *scope, rd *v1alpha1.PodCheckRound, res round.Results[podcheck.Params, podcheck.Result]) func() Outcome {
 	trigger := v1alpha1.StepName(rd.Trigger)
-	e, spec := r.engine(s, round.ID(rd.Round), round.TokenOfState(&rd.RoundState))
-	progress, err := advanceCheck(ctx, s, e, spec, rd)
-	if err != nil {
-		return failed(err)
-	}
-	switch {
-	case progress.NoneServed:
-		return r.noPodServed(ctx, s, e, rd)
-	case progress.Stage == round.Pairing:
-		return progressing(min(progress.Wait, podCheckPoll), "%s: %d of %d pods serve", podCheckLabel(trigger), progress.Reported, progress.Expected)
-	case progress.Stage == round.Collecting:
-		return progressing(min(progress.Wait, podCheckPoll), "%s: %d of %d pods reported", podCheckLabel(trigger), progress.Reported, progress.Expected)
-	}
-	res, ok, err := e.Results(ctx, &rd.RoundState)
-	if err != nil {
-		return failed(err)
-	}
-	if !ok {
-		// The plans are gone (removed by hand, or replaced): check again.
-		return r.start(ctx, s)
-	}
 	st := podCheckStatus(s)
 	var baseline *v1alpha1.PodCheckRound
 	if rd != st.Baseline {
 		baseline = st.Baseline
 	}
 	podcheck.Judge(rd, res, baseline, rerunPodCheckCommand())
-	completed := metav1.NewTime(s.now)
-	rd.CompletedAt = &completed
 	worse := rd.Worse && trigger != BaselineCheck
 	if !worse && trigger != BaselineCheck {
 		st.Passed = append(slices.DeleteFunc(st.Passed, func(n v1alpha1.StepName) bool { return n == trigger }), trigger)
 	}
-	// The reports go only once the status that sums them up is saved.
-	if err := r.checkpoint(ctx, s, "the pod check reports are deleted"); err != nil {
-		return failed(err)
+	return func() Outcome {
+		kind := corev1.EventTypeNormal
+		if rd.FailingPairs > 0 || rd.Worse {
+			kind = corev1.EventTypeWarning
+		}
+		s.note(kind, conditions.ReasonPodNetworkChecked, rd.Trigger, "%s", bounded(podCheckLabel(trigger)+": "+rd.Diagnosis))
+		if worse {
+			return podCheckFailed(s, rd)
+		}
+		return done()
 	}
-	if err := e.Cleanup(ctx); err != nil {
-		return failed(err)
-	}
-	kind := corev1.EventTypeNormal
-	if rd.FailingPairs > 0 || rd.Worse {
-		kind = corev1.EventTypeWarning
-	}
-	s.note(kind, conditions.ReasonPodNetworkChecked, rd.Trigger, "%s", bounded(podCheckLabel(trigger)+": "+rd.Diagnosis))
-	if worse {
-		return podCheckFailed(s, rd)
-	}
-	return done()
 }
 
-// advanceCheck moves a check round on (the engine's Advance) and notes the
-// Linux nodes whose pod did not serve in time.
-func advanceCheck(ctx context.Context, s *scope, e *podcheck.Engine, spec round.Spec[podcheck.Params], rd *v1alpha1.PodCheckRound) (round.Progress, error) {
-	progress, err := e.Advance(ctx, s.now, spec, &rd.RoundState)
-	if err != nil {
-		return progress, err
+// checkAdvanced reads the progress of the check round rd: it notes the
+// Linux nodes whose pod did not serve in time. A round in which no pod
+// served proved nothing: it ends worse, with a diagnosis that ends with
+// then, and is removed; its verdict is unserved's.
+func checkAdvanced(s *scope, rd *v1alpha1.PodCheckRound, then string, unserved func() Outcome) func(context.Context, *podcheck.Engine, round.Progress) (Outcome, bool) {
+	return func(ctx context.Context, e *podcheck.Engine, p round.Progress) (Outcome, bool) {
+		if p.Unpaired != nil || p.NoneServed {
+			rd.Missing = round.FirstListed(p.Unpaired)
+		}
+		if !p.NoneServed {
+			return done(), false
+		}
+		completed := metav1.NewTime(s.now)
+		rd.PlannedAt, rd.CompletedAt, rd.Worse = &completed, &completed, true
+		rd.Diagnosis = round.Truncate(fmt.Sprintf("no check pod served within %s on any of the %d Linux nodes: %s",
+			podCheckTimeout(s)/2, rd.Nodes, then), podcheck.MaxDiagnosis)
+		if err := e.Cleanup(ctx); err != nil {
+			return failed(err), true
+		}
+		return unserved(), true
 	}
-	if progress.Unpaired != nil || progress.NoneServed {
-		rd.Missing = round.FirstListed(progress.Unpaired)
-	}
-	return progress, nil
 }
 
-// noPodServed ends a round in which no check pod served: the check proves
-// nothing, before the first change as after a step, so it stops the
+// unservedFix is what to look at when no check pod served, before the
+// first change as after a step: the check proves nothing, so it stops the
 // migration.
-func (r podCheck) noPodServed(ctx context.Context, s *scope, e *podcheck.Engine, rd *v1alpha1.PodCheckRound) Outcome {
+func (r podCheck) unservedFix() string {
 	ns := r.opts.ProbeNamespace
-	completed := metav1.NewTime(s.now)
-	rd.PlannedAt, rd.CompletedAt, rd.Worse = &completed, &completed, true
-	rd.Diagnosis = round.Truncate(fmt.Sprintf("no check pod served within %s on any of the %d Linux nodes: look at the pods of "+
-		"DaemonSet %s/%s (kubectl -n %s describe daemonset %s: admission, quota, image), then %s; or set spec.podNetworkCheck.disabled",
-		podCheckTimeout(s)/2, rd.Nodes, ns, podcheck.Name, ns, podcheck.Name, rerunPodCheckCommand()),
-		podcheck.MaxDiagnosis)
-	if err := e.Cleanup(ctx); err != nil {
-		return failed(err)
-	}
-	return podCheckFailed(s, rd)
+	return fmt.Sprintf("look at the pods of DaemonSet %s/%s (kubectl -n %s describe daemonset %s: admission, quota, image), then %s; "+
+		"or set spec.podNetworkCheck.disabled", ns, podcheck.Name, ns, podcheck.Name, rerunPodCheckCommand())
 }
 
 func rerunPodCheckCommand() string {
@@ -326,8 +329,7 @@ func (r podCheck) cancel(ctx context.Context, s *scope) error {
 	if running(prev.Baseline) {
 		rd = prev.Baseline
 	}
-	e, _ := r.engine(s, round.ID(rd.Round), "")
-	if stopped, err := e.Stop(ctx, &rd.RoundState); err != nil || !stopped {
+	if stopped, err := r.step(s, rd).cancel(ctx, &rd.RoundState); err != nil || !stopped {
 		return err
 	}
 	st := podCheckStatus(s)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
@@ -62,12 +61,13 @@ func (r probeRound) reconcile(ctx context.Context, s *scope) Outcome {
 	if err != nil {
 		return failed(err)
 	}
-	if !fresh {
-		return r.start(ctx, s, token, inputs)
+	var rs *v1alpha1.RoundState
+	if fresh {
+		s.wr.Status.Preflight.Probe = st
+		rs = &st.RoundState
 	}
-	s.wr.Status.Preflight.Probe = st
-	if st.CompletedAt == nil {
-		return r.collect(ctx, s, st)
+	if o, over := r.step(s, token, inputs).run(ctx, s, rs); !over {
+		return o
 	}
 	if probeFailing(st) {
 		return r.failedRound(s, st).lookAgain(r.opts.PreflightRetry - s.now.Sub(st.CompletedAt.Time))
@@ -121,34 +121,66 @@ func (r probeRound) engine(s *scope, id round.ID, token round.Token) (*probe.Eng
 			Params: func(context.Context) (probe.Params, error) { return probe.Params{Extra: extra}, nil }}
 }
 
-// start starts a new round on every Linux node. A start the API server
-// refuses (a policy engine refusing hostNetwork pods, a quota) is tried a
-// bounded number of times (each after the workqueue's backoff) before a
-// person is asked, as it does not go away by itself; any other failure is
-// retried with the backoff.
-func (r probeRound) start(ctx context.Context, s *scope, token round.Token, inputs string) Outcome {
-	st := &v1alpha1.ProbeStatus{Generation: s.wr.Generation, InputDigest: inputs}
-	e, spec := r.engine(s, round.NewID(s.wr.Generation, s.now), token)
-	// The nodes as the round begins, read before it lists them past the
-	// cache: a node the cache shows late is probed again once the round is
-	// over, never left out.
-	nodes, err := linuxNodeNames(ctx, r.Client)
-	if err != nil {
-		return failed(err)
+// step is the probe's round step: a new round runs on every Linux node
+// for token and inputs. A start the API server refuses (a policy engine
+// refusing hostNetwork pods, a quota) is tried a bounded number of times
+// (each after the workqueue's backoff) before a person is asked, as it does
+// not go away by itself. A failed round stops the migration and is tried
+// again after the preflight retry interval.
+func (r probeRound) step(s *scope, token round.Token, inputs string) roundStep[probe.Params, probe.Result] {
+	var nodes []string
+	return roundStep[probe.Params, probe.Result]{r: r.Reconciler, token: token,
+		what: "the UDP 4789 probe", starting: "preflight: starting the UDP 4789 probe",
+		fix: "an admission policy refusing hostNetwork pods, a quota, the probe image",
+		rerun: fmt.Sprintf("annotate %s, or set spec.preflight.skipNetworkProbe if the path was verified another way",
+			RerunPreflightAnnotation),
+		reports: "the probe reports are deleted",
+		engine: func(id round.ID, token round.Token) (*probe.Engine, round.Spec[probe.Params]) {
+			return r.engine(s, id, token)
+		},
+		prepare: func(ctx context.Context, _ *round.Spec[probe.Params]) (err error) {
+			// The nodes as the round begins, read before it lists them past
+			// the cache: a node the cache shows late is probed again once
+			// the round is over, never left out.
+			nodes, err = linuxNodeNames(ctx, r.Client)
+			return err
+		},
+		started: func(rs v1alpha1.RoundState, spec round.Spec[probe.Params]) Outcome {
+			st := &v1alpha1.ProbeStatus{RoundState: rs, Generation: s.wr.Generation, InputDigest: inputs}
+			s.wr.Status.Preflight.Probe = st
+			r.seen.startedProbe(st.Round, nodes)
+			s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbeStarted, "Preflight", "probing UDP 4789 between %d Linux nodes (round %s)", st.Nodes, st.Round)
+			return progressing(spec.Timeout, "preflight: probing UDP 4789 between %d Linux nodes", st.Nodes)
+		},
+		waiting: func(p round.Progress) Outcome {
+			return progressing(p.Wait, "preflight: probing UDP 4789, %d of %d nodes reported", p.Reported, p.Expected)
+		},
+		judge: func(_ context.Context, res round.Results[probe.Params, probe.Result]) func() Outcome {
+			return r.judge(s, res)
+		},
+		refused: func(msg string) Outcome {
+			return probeFailed(s, "preflight failed, nothing was changed: "+msg)
+		},
 	}
-	if err := e.Start(ctx, s.now, spec, &st.RoundState); err != nil {
-		if attempts := s.failures + 1; permanent(err) && attempts >= permanentAfter {
-			msg := fmt.Sprintf("preflight failed, nothing was changed: the UDP 4789 probe could not be started in %d attempts: %v. "+
-				"Fix what the API server says (an admission policy refusing hostNetwork pods, a quota, the probe image), then "+
-				"annotate %s, or set spec.preflight.skipNetworkProbe if the path was verified another way", attempts, err, RerunPreflightAnnotation)
-			return probeFailed(s, msg)
-		}
-		return failed(fmt.Errorf("preflight: starting the UDP 4789 probe: %w", err))
+}
+
+// judge sums a complete round up in the status; a failed one stops the
+// migration (PreflightPassed is saved with the status) and is looked at
+// again after the preflight retry interval.
+func (r probeRound) judge(s *scope, res round.Results[probe.Params, probe.Result]) func() Outcome {
+	st := s.wr.Status.Preflight.Probe
+	result := probe.Judge(res)
+	result.RoundState, result.Generation, result.InputDigest = st.RoundState, st.Generation, st.InputDigest
+	s.wr.Status.Preflight.Probe = &result
+	r.seen.judgedProbe(&result)
+	if probeFailing(&result) {
+		o := r.failedRound(s, &result)
+		return func() Outcome { return o.lookAgain(r.opts.PreflightRetry) }
 	}
-	s.wr.Status.Preflight.Probe = st
-	r.seen.startedProbe(st.Round, nodes)
-	s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbeStarted, "Preflight", "probing UDP 4789 between %d Linux nodes (round %s)", st.Nodes, st.Round)
-	return progressing(spec.Timeout, "preflight: probing UDP 4789 between %d Linux nodes", st.Nodes)
+	return func() Outcome {
+		s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbePassed, "Preflight", "UDP 4789 passed on all %d probed pairs", result.PassedPairs)
+		return done()
+	}
 }
 
 // cancel removes the agents, the plans and the reports of a round that is
@@ -158,8 +190,7 @@ func (r probeRound) cancel(ctx context.Context, s *scope) error {
 	if prev == nil || prev.Probe == nil || prev.Probe.Skipped {
 		return nil
 	}
-	e, _ := r.engine(s, round.ID(prev.Probe.Round), "")
-	if stopped, err := e.Stop(ctx, &prev.Probe.RoundState); err != nil || !stopped {
+	if stopped, err := r.step(s, "", "").cancel(ctx, &prev.Probe.RoundState); err != nil || !stopped {
 		return err
 	}
 	if pf := s.wr.Status.Preflight; pf != nil {
@@ -173,51 +204,6 @@ func (r probeRound) cancel(ctx context.Context, s *scope) error {
 // check's, when the spec wants none (paused, a dry run, a rollback).
 func (r *Reconciler) cancelRounds(ctx context.Context, s *scope) error {
 	return errors.Join(probeRound{r}.cancel(ctx, s), podCheck{r, BaselineCheck}.cancel(ctx, s))
-}
-
-// collect waits for the reports of a round and judges them once every node
-// has reported or the round's time is up.
-func (r probeRound) collect(ctx context.Context, s *scope, st *v1alpha1.ProbeStatus) Outcome {
-	e, spec := r.engine(s, round.ID(st.Round), round.TokenOfState(&st.RoundState))
-	progress, err := e.Advance(ctx, s.now, spec, &st.RoundState)
-	if err != nil {
-		return failed(err)
-	}
-	if progress.Stage != round.Complete {
-		return progressing(progress.Wait, "preflight: probing UDP 4789, %d of %d nodes reported", progress.Reported, progress.Expected)
-	}
-	res, ok, err := e.Results(ctx, &st.RoundState)
-	if err != nil {
-		return failed(err)
-	}
-	if !ok {
-		// The plans are gone (removed by hand, or a round replaced them):
-		// probe again.
-		return r.start(ctx, s, round.TokenOf(s.wr.Annotations[RerunPreflightAnnotation]), st.InputDigest)
-	}
-	result := probe.Judge(res)
-	result.RoundState, result.Generation, result.InputDigest = st.RoundState, st.Generation, st.InputDigest
-	completed := metav1.NewTime(s.now)
-	result.CompletedAt = &completed
-	s.wr.Status.Preflight.Probe = &result
-	r.seen.judgedProbe(&result)
-	var o Outcome
-	if probeFailing(&result) {
-		o = r.failedRound(s, &result)
-	}
-	// The reports are deleted only once the status that sums them up is
-	// saved: a status write that fails leaves them for the next pass.
-	if err := r.checkpoint(ctx, s, "the probe reports are deleted"); err != nil {
-		return failed(err)
-	}
-	if err := e.Cleanup(ctx); err != nil {
-		return failed(err)
-	}
-	if probeFailing(&result) {
-		return o.lookAgain(r.opts.PreflightRetry)
-	}
-	s.note(corev1.EventTypeNormal, conditions.ReasonNetworkProbePassed, "Preflight", "UDP 4789 passed on all %d probed pairs", result.PassedPairs)
-	return done()
 }
 
 // failedRound stops the migration on a round that did not pass.
