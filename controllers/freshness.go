@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -27,6 +28,8 @@ type seen struct {
 	// status the previous pass wrote.
 	uid     types.UID
 	version string
+	// newest is that version of the object, for a cache still behind it.
+	newest *v1alpha1.WindowsReadiness
 	// recordFor is the UID of the object the record below was read or
 	// written for, empty when none was.
 	recordFor types.UID
@@ -146,15 +149,19 @@ func (s *seen) preflightHolds(uid types.UID, digest, token string, now time.Time
 
 // readWindowsReadiness reads the object from the cache when the cache shows
 // the newest version this manager knows of (its own last status write, in a
-// steady pass), and past the cache otherwise: the status written by the
-// previous pass must be seen, or a finished step would be waited for again.
-// A spec edit, an annotation, any other writer, or a cache still behind the
-// last write makes it read past the cache; fresh says it did.
+// steady pass). A cache still behind that version (the write's event not yet
+// in, while a report wakes the pass) gives way to the version itself, as the
+// write returned it: the status written by the previous pass must be seen,
+// or a finished step would be waited for again. A spec edit, an annotation,
+// any other writer, or versions that do not compare make it read past the
+// cache; fresh says it did.
 func (r *Reconciler) readWindowsReadiness(ctx context.Context, key client.ObjectKey) (wr *v1alpha1.WindowsReadiness, fresh bool, err error) {
 	wr = &v1alpha1.WindowsReadiness{}
-	if err := r.Client.Get(ctx, key, wr); err == nil && r.seen.shows(wr) {
-		return wr, false, nil
-	} else if err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Client.Get(ctx, key, wr); err == nil {
+		if newest, ok := r.seen.newestFor(wr); ok {
+			return newest, false, nil
+		}
+	} else if !apierrors.IsNotFound(err) {
 		return nil, false, err
 	}
 	wr = &v1alpha1.WindowsReadiness{}
@@ -165,19 +172,34 @@ func (r *Reconciler) readWindowsReadiness(ctx context.Context, key client.Object
 	return wr, true, nil
 }
 
-// shows says whether wr is the newest version this manager knows of.
-func (s *seen) shows(wr *v1alpha1.WindowsReadiness) bool {
+// newestFor is the newest version of the object this manager knows of,
+// given cached, the cache's: cached itself when it is that version, the
+// version this manager got back from its own write when the cache is still
+// behind it (resourceVersions of one resource compare, as Kubernetes
+// guarantees from 1.35, the oldest winready claims: KEP-5504), and
+// not ok when the cache shows another writer's later version, another
+// object of that name, or versions that do not compare.
+func (s *seen) newestFor(cached *v1alpha1.WindowsReadiness) (*v1alpha1.WindowsReadiness, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.version != "" && wr.UID == s.uid && wr.ResourceVersion == s.version
+	if s.version == "" || cached.UID != s.uid {
+		return nil, false
+	}
+	if cached.ResourceVersion == s.version {
+		return cached, true
+	}
+	if c, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, s.version); err == nil && c < 0 && s.newest != nil {
+		return s.newest.DeepCopy(), true
+	}
+	return nil, false
 }
 
 // saw remembers wr as the newest version: read past the cache, or returned
-// by a status write.
+// by a write.
 func (s *seen) saw(wr *v1alpha1.WindowsReadiness) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.uid, s.version = wr.UID, wr.ResourceVersion
+	s.uid, s.version, s.newest = wr.UID, wr.ResourceVersion, wr.DeepCopy()
 }
 
 // loadRecord reads the durable record of the originals, nil when there is

@@ -643,9 +643,8 @@ func (w *winready) byLabel(name, label string) (map[string]float64, error) {
 	}
 	out := map[string]float64{}
 	for _, smp := range all {
-		_, rest, _ := strings.Cut(smp.labels, label+`="`)
-		if value, _, ok := strings.Cut(rest, `"`); ok {
-			out[value] += smp.value
+		if strings.Contains(smp.labels, label+`="`) {
+			out[labelOf(smp.labels, label)] += smp.value
 		}
 	}
 	return out, nil

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,7 +76,9 @@ type roundResult struct {
 type passCosts struct {
 	passes                   int
 	cached, pastCache, nodes float64
-	writes                   int
+	// pastCacheBy are the reads past the cache by kind and verb.
+	pastCacheBy map[string]float64
+	writes      int
 }
 
 // passCounters reads winready's counters of passes and reads; a counter
@@ -83,18 +88,52 @@ func passCounters(op *winready) passCosts {
 		v, _ := op.metric(name, match)
 		return v
 	}
-	return passCosts{
-		passes:    int(read("controller_runtime_reconcile_total", `controller="windowsreadiness"`)),
-		cached:    read("winready_reads_total", `source="cache"`),
-		pastCache: read("winready_reads_total", `source="apiserver"`),
-		nodes:     read("winready_reads_total", `kind="Node",source="apiserver",verb="list"`),
+	by := map[string]float64{}
+	all, _ := op.samples("winready_reads_total")
+	for _, smp := range all {
+		if strings.Contains(smp.labels, `source="apiserver"`) {
+			by[labelOf(smp.labels, "kind")+" "+labelOf(smp.labels, "verb")] += smp.value
+		}
 	}
+	return passCosts{
+		passes:      int(read("controller_runtime_reconcile_total", `controller="windowsreadiness"`)),
+		cached:      read("winready_reads_total", `source="cache"`),
+		pastCache:   read("winready_reads_total", `source="apiserver"`),
+		nodes:       read("winready_reads_total", `kind="Node",source="apiserver",verb="list"`),
+		pastCacheBy: by,
+	}
+}
+
+// labelOf is the value of label in a sample's labels.
+func labelOf(labels, label string) string {
+	_, rest, _ := strings.Cut(labels, label+`="`)
+	value, _, _ := strings.Cut(rest, `"`)
+	return value
 }
 
 // since is what the passes cost after before; writes are counted apart.
 func (c passCosts) since(before passCosts) passCosts {
+	by := map[string]float64{}
+	for k, v := range c.pastCacheBy {
+		if d := v - before.pastCacheBy[k]; d > 0 {
+			by[k] = d
+		}
+	}
 	return passCosts{passes: c.passes - before.passes, cached: c.cached - before.cached,
-		pastCache: c.pastCache - before.pastCache, nodes: c.nodes - before.nodes}
+		pastCache: c.pastCache - before.pastCache, nodes: c.nodes - before.nodes, pastCacheBy: by}
+}
+
+// pastCacheList lists the reads past the cache by kind and verb, most first.
+func (c passCosts) pastCacheList() string {
+	keys := slices.Collect(maps.Keys(c.pastCacheBy))
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(c.pastCacheBy[b], c.pastCacheBy[a]), strings.Compare(a, b))
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, c.pastCacheBy[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // perPass is v per pass of c.
@@ -556,6 +595,7 @@ func reportRounds(cfg config, results []roundResult) {
 		"counts them (through its cache, past it; Node lists past the cache of which), writes as the audit log records them\n\n")
 	tw = tabwriter.NewWriter(os.Stdout, 0, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "nodes\tpasses\tcached reads/pass\treads past the cache/pass\tNode lists past the cache\twrites/pass\t")
+	var by []string
 	for _, r := range results {
 		if r.check != results[0].check {
 			continue
@@ -563,8 +603,10 @@ func reportRounds(cfg config, results []roundResult) {
 		p := r.passes
 		fmt.Fprintf(tw, "%d\t%d\t%.1f\t%.1f\t%.0f\t%.1f\t\n", r.nodes, p.passes, p.perPass(p.cached), p.perPass(p.pastCache), p.nodes,
 			p.perPass(float64(p.writes)))
+		by = append(by, fmt.Sprintf("%d nodes: %s", r.nodes, p.pastCacheList()))
 	}
 	_ = tw.Flush()
+	fmt.Printf("\nreads past the cache by kind and verb\n  %s\n", strings.Join(by, "\n  "))
 	_ = cfg
 }
 
