@@ -36,6 +36,6 @@ func runPodCheck(args []string) error {
 		}
 		go func() { _ = podcheck.Serve(ctx, ln) }()
 		a := round.Agent[podcheck.Params, podcheck.Result]{Client: c, Kind: podcheck.RoundKind, Namespace: namespace, Node: node}
-		return podcheck.RunRound(ctx, a, round.ID(*id), podIP)
+		return podcheck.RunRound(ctx, a, round.ID(*id), podIP, podcheck.Run)
 	})
 }

@@ -22,7 +22,7 @@ import (
 // writes its report for the operator.
 func runProbe(args []string) error {
 	return runAgent("probe", args, nil, func(ctx context.Context, c client.WithWatch, namespace, node string) error {
-		return probe.RunRound(ctx, round.Agent[probe.Params, probe.Result]{Client: c, Kind: probe.RoundKind, Namespace: namespace, Node: node})
+		return probe.RunRound(ctx, round.Agent[probe.Params, probe.Result]{Client: c, Kind: probe.RoundKind, Namespace: namespace, Node: node}, probe.Sockets)
 	})
 }
 

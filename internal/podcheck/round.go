@@ -134,10 +134,14 @@ func ServiceAddr(ctx context.Context, r client.Reader, namespace string) (netip.
 // leastWindow is the least of its window a pod must have left to test.
 const leastWindow = 2 * time.Second
 
+// Checks runs a pod's checks: Run in the check pod, a simulated network in
+// the benchmarks.
+type Checks func(context.Context, Config) Result
+
 // RunRound is a check pod's round, once its echo serves: it says so with
 // its address, waits for its plan, runs its checks within the round's window
 // and reports them.
-func RunRound(ctx context.Context, a round.Agent[Params, Result], id round.ID, podIP netip.Addr) error {
+func RunRound(ctx context.Context, a round.Agent[Params, Result], id round.ID, podIP netip.Addr, check Checks) error {
 	if err := a.Report(ctx, round.Report[Result]{Round: id, Stage: round.Serving, Addr: podIP}); err != nil {
 		return err
 	}
@@ -158,7 +162,7 @@ func RunRound(ctx context.Context, a round.Agent[Params, Result], id round.ID, p
 	}
 	checkCtx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
-	done.Result = Run(checkCtx, Config{PodIP: podIP, Peers: plan.Peers, Service: plan.Params.Service, DNSName: plan.Params.DNSName,
+	done.Result = check(checkCtx, Config{PodIP: podIP, Peers: plan.Peers, Service: plan.Params.Service, DNSName: plan.Params.DNSName,
 		MTU: plan.Params.MTU})
 	return a.Report(ctx, done)
 }

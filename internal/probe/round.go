@@ -64,11 +64,25 @@ func agentPod(namespace, image string) corev1.PodSpec {
 // later reports that it came too late, and counts as missing.
 const LeastWindow = 2 * time.Second
 
+// Prober probes a round's peers: Agent, over the node's sockets.
+type Prober interface {
+	// Run probes within the round's window and calls report once, as soon as
+	// the result is complete or else at the window's end.
+	Run(ctx context.Context, report func(Result)) Result
+}
+
+// Network opens a Prober for an agent's round: Sockets in the agent's pod, a
+// simulated network in the benchmarks.
+type Network func(AgentConfig) (Prober, error)
+
+// Sockets opens an Agent on the node's sockets.
+func Sockets(cfg AgentConfig) (Prober, error) { return Open(cfg) }
+
 // RunRound is an agent's round: it waits for its plan and the round's key,
-// probes its peers until every probe it expects has come and every extra
-// target has echoed (or its window ends), and reports; it goes on probing
-// until the window ends, for peers that came up later.
-func RunRound(ctx context.Context, a round.Agent[Params, Result]) error {
+// probes its peers over network until every probe it expects has come and
+// every extra target has echoed (or its window ends), and reports; it goes
+// on probing until the window ends, for peers that came up later.
+func RunRound(ctx context.Context, a round.Agent[Params, Result], network Network) error {
 	plan, err := a.Plan(ctx, "")
 	if err != nil {
 		return err
@@ -89,7 +103,7 @@ func RunRound(ctx context.Context, a round.Agent[Params, Result]) error {
 	if _, _, err := plan.Window(time.Now(), LeastWindow); err != nil {
 		return report(Result{}, err)
 	}
-	agent, err := Open(AgentConfig{Round: RoundKey(string(plan.Round)), Secret: secret, NodeIP: plan.Addr,
+	agent, err := network(AgentConfig{Round: RoundKey(string(plan.Round)), Secret: secret, NodeIP: plan.Addr,
 		Peers: plan.Peers, Expect: plan.Expect, Extra: plan.Params.Extra, Start: plan.Start, End: plan.End})
 	if err != nil {
 		return report(Result{}, err)

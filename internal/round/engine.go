@@ -194,7 +194,7 @@ func (e *Engine[P, R]) plan(ctx context.Context, now time.Time, spec Spec[P], st
 
 // writePlan creates a plan.
 func (e *Engine[P, R]) writePlan(ctx context.Context, p Plan[P]) error {
-	cm, err := planObject(e.Kind, e.Namespace, p)
+	cm, err := PlanObject(e.Kind, e.Namespace, p)
 	if err != nil {
 		return err
 	}

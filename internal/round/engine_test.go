@@ -354,7 +354,7 @@ func TestARoundOf5000NodesWith253CharacterNamesFits(t *testing.T) {
 	largest := 0
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, a := range Pair(members, "seed") {
-		plan, err := planObject(k, ns, Plan[params]{Round: NewID(1, start), Node: a.Node, Addr: a.Addr, Start: start, End: start.Add(time.Minute),
+		plan, err := PlanObject(k, ns, Plan[params]{Round: NewID(1, start), Node: a.Node, Addr: a.Addr, Start: start, End: start.Add(time.Minute),
 			Peers: a.Peers, Expect: a.Expect, Params: params{Extra: strings.Repeat("x", 64)}})
 		if err != nil {
 			t.Fatal(err)

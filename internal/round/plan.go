@@ -64,10 +64,10 @@ func (p Plan[P]) Window(up time.Time, least time.Duration) (from, until time.Tim
 	return from, p.End, nil
 }
 
-// planObject is the ConfigMap of an agent's plan, named after its node. It
+// PlanObject is the ConfigMap of an agent's plan, named after its node. It
 // has no owner, which would cost every agent's read a reference: like the
 // reports, plans go when their round ends or the next one starts.
-func planObject[P any](k Kind, namespace string, p Plan[P]) (*corev1.ConfigMap, error) {
+func PlanObject[P any](k Kind, namespace string, p Plan[P]) (*corev1.ConfigMap, error) {
 	body, err := json.Marshal(planBody[P]{Addr: p.Addr, Start: p.Start.UTC(), End: p.End.UTC(), Peers: p.Peers, Expect: p.Expect, Params: p.Params})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the plan of %s: %w", p.Node, err)

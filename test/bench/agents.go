@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"net/netip"
 	"sync"
 	"time"
@@ -14,6 +15,26 @@ import (
 	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/test/calicosim"
 )
+
+// The fleet's agents are winready's own: probe.RunRound and
+// podcheck.RunRound, as the agents' pods run them, with the node's sockets
+// swapped for a simulated network on which every probe and every check
+// arrives.
+
+// runProbeAgent is the UDP probe agent of node n.
+func runProbeAgent(ctx context.Context, c client.WithWatch, _ *appsv1.DaemonSet, n calicosim.Node, net *network) error {
+	a := round.Agent[probe.Params, probe.Result]{Client: c, Kind: probe.RoundKind, Namespace: probeNamespace, Node: n.Name}
+	return probe.RunRound(ctx, a, net.prober)
+}
+
+// runPodCheckAgent is the pod network check pod of node n.
+func runPodCheckAgent(ctx context.Context, c client.WithWatch, ds *appsv1.DaemonSet, n calicosim.Node, _ *network) error {
+	a := round.Agent[podcheck.Params, podcheck.Result]{Client: c, Kind: podcheck.RoundKind, Namespace: probeNamespace, Node: n.Name}
+	id := round.ID(ds.Spec.Template.Annotations[round.RoundAnnotation])
+	ip := netip.MustParseAddr(n.InternalIP).As4()
+	podIP := netip.AddrFrom4([4]byte{10, 244, ip[2], ip[3]})
+	return podcheck.RunRound(ctx, a, id, podIP, passingChecks)
+}
 
 // network stands for the nodes' network in a probe round: an agent is heard
 // by its peers once it probes, as every probe arrives.
@@ -34,68 +55,45 @@ func (n *network) probing(addr netip.Addr) chan struct{} {
 	return n.up[addr]
 }
 
-// runProbeAgent is the UDP probe agent of node as probe.RunRound runs it,
-// every probe arriving: it reads its plan and the round's key, waits for
-// the round's start, probes until it has heard every node it expects (or
-// the window ends) and writes its report.
-func runProbeAgent(ctx context.Context, c client.WithWatch, _ *appsv1.DaemonSet, n calicosim.Node, starting chan struct{}, net *network) error {
-	a := round.Agent[probe.Params, probe.Result]{Client: c, Kind: probe.RoundKind, Namespace: probeNamespace, Node: n.Name}
-	starting <- struct{}{}
-	plan, err := a.Plan(ctx, "")
-	var secret []byte
-	if err == nil {
-		secret, err = a.Secret(ctx, plan.Round)
+// prober is a probe.Network: the agent's probes go out on the network.
+func (n *network) prober(cfg probe.AgentConfig) (probe.Prober, error) {
+	return &simulatedProber{cfg: cfg, net: n}, nil
+}
+
+// simulatedProber probes as probe.Agent does, in the round's window, over
+// the simulated network: it is heard by every peer once it starts, and
+// hears a peer once that peer starts; every extra target echoes.
+type simulatedProber struct {
+	cfg probe.AgentConfig
+	net *network
+}
+
+func (p *simulatedProber) Run(ctx context.Context, report func(probe.Result)) probe.Result {
+	res := probe.Result{Mode: probe.ModeCapture, EchoedBy: p.cfg.Extra}
+	if !wait(ctx, p.cfg.Start) {
+		return res
 	}
-	<-starting
-	if err != nil || len(secret) == 0 {
-		return err
-	}
-	report := round.Report[probe.Result]{Round: plan.Round, Stage: round.Done, Addr: plan.Addr}
-	if _, _, err := plan.Window(time.Now(), probe.LeastWindow); err != nil {
-		report.Error = err.Error()
-		return a.Report(ctx, report)
-	}
-	if !wait(ctx, plan.Start) {
-		return nil
-	}
-	close(net.probing(plan.Addr))
-	res := probe.Result{Mode: probe.ModeCapture, EchoedBy: plan.Params.Extra}
-	for _, from := range plan.Expect {
+	close(p.net.probing(p.cfg.NodeIP))
+	for _, from := range p.cfg.Expect {
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Until(plan.End)):
-		case <-net.probing(from):
+			return res
+		case <-time.After(time.Until(p.cfg.End)):
+		case <-p.net.probing(from):
 			res.ReceivedFrom = append(res.ReceivedFrom, from)
 		}
 	}
-	report.Result = res
-	return a.Report(ctx, report)
+	report(res)
+	return res
 }
 
-// runPodCheckAgent is the pod network check pod of node as
-// podcheck.RunRound runs it, every check passing: it reports that it
-// serves, waits for its plan and the round's start, and reports its checks.
-func runPodCheckAgent(ctx context.Context, c client.WithWatch, ds *appsv1.DaemonSet, n calicosim.Node, starting chan struct{}, _ *network) error {
-	a := round.Agent[podcheck.Params, podcheck.Result]{Client: c, Kind: podcheck.RoundKind, Namespace: probeNamespace, Node: n.Name}
-	id := round.ID(ds.Spec.Template.Annotations[round.RoundAnnotation])
-	ip := netip.MustParseAddr(n.InternalIP).As4()
-	podIP := netip.AddrFrom4([4]byte{10, 244, ip[2], ip[3]})
-	starting <- struct{}{}
-	err := a.Report(ctx, round.Report[podcheck.Result]{Round: id, Stage: round.Serving, Addr: podIP})
-	<-starting
-	if err != nil {
-		return err
-	}
-	plan, err := a.Plan(ctx, id)
-	if err != nil || !wait(ctx, plan.Start) {
-		return err
-	}
+// passingChecks is a podcheck.Checks on which every check passes.
+func passingChecks(_ context.Context, cfg podcheck.Config) podcheck.Result {
 	res := podcheck.Result{MTU: 1450, DNS: podcheck.Pass, Service: podcheck.Pass}
-	for _, p := range plan.Peers {
+	for _, p := range cfg.Peers {
 		res.Peers = append(res.Peers, podcheck.PeerResult{Peer: p, ICMP: podcheck.Pass, TCPSmall: podcheck.Pass, TCPFull: podcheck.Pass})
 	}
-	return a.Report(ctx, round.Report[podcheck.Result]{Round: id, Stage: round.Done, Addr: podIP, Result: res})
+	return res
 }
 
 // wait waits until t, as an agent waits for its round's start; false when
@@ -107,4 +105,19 @@ func wait(ctx context.Context, t time.Time) bool {
 	case <-time.After(time.Until(t)):
 		return true
 	}
+}
+
+// burst lets at most n of the agents' requests other than watches run at
+// once, as agents' pods come up over a while rather than all at once. A
+// watch (an agent waiting for its plan) holds no place.
+func burst(n int, rt http.RoundTripper) http.RoundTripper {
+	places := make(chan struct{}, n)
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		if req.URL.Query().Get("watch") == "true" {
+			return rt.RoundTrip(req)
+		}
+		places <- struct{}{}
+		defer func() { <-places }()
+		return rt.RoundTrip(req)
+	})
 }

@@ -403,7 +403,7 @@ const (
 // round's DaemonSet appears, an agent starts on each node, reads what the
 // real agent reads and writes what it writes, through connections of its
 // kind whose bytes are counted; when the DaemonSet goes, they stop. At most
-// startBurst agents start at once, as pods come up over a while.
+// burstLimit of their requests run at once, as pods come up over a while.
 type fleet struct {
 	cfg   *rest.Config
 	nodes []calicosim.Node
@@ -415,7 +415,7 @@ type fleet struct {
 	clients map[string]client.WithWatch
 }
 
-const startBurst = 100
+const burstLimit = 100
 
 func newFleet(cfg *rest.Config, nodes []calicosim.Node) *fleet {
 	f := &fleet{cfg: cfg, nodes: nodes, running: map[string]context.CancelFunc{}, counted: map[string]*atomic.Int64{},
@@ -449,6 +449,7 @@ func (f *fleet) client(kind string) (client.WithWatch, error) {
 	}
 	reads := f.read[kind]
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		rt = burst(burstLimit, rt)
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
 			if err == nil && req.Method == http.MethodGet {
@@ -536,16 +537,15 @@ func (f *fleet) start(ctx context.Context, ds *appsv1.DaemonSet, agents *sync.Wa
 	f.mu.Lock()
 	f.running[ds.Name] = cancel
 	f.mu.Unlock()
-	starting := make(chan struct{}, startBurst)
 	net := &network{}
 	for _, n := range f.nodes {
 		agents.Go(func() {
 			var err error
 			switch ds.Name {
 			case probeAgents:
-				err = runProbeAgent(ctx, c, ds, n, starting, net)
+				err = runProbeAgent(ctx, c, ds, n, net)
 			case podCheckAgents:
-				err = runPodCheckAgent(ctx, c, ds, n, starting, net)
+				err = runPodCheckAgent(ctx, c, ds, n, net)
 			}
 			if err != nil && ctx.Err() == nil {
 				fmt.Fprintf(os.Stderr, "bench: %s agent on %s: %v\n", ds.Name, n.Name, err)
