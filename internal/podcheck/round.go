@@ -150,7 +150,7 @@ func RunRound(ctx context.Context, a round.Agent[Params, Result], id round.ID, p
 		return err
 	}
 	done := round.Report[Result]{Round: id, Stage: round.Done, Addr: podIP}
-	from, until, err := plan.Window(time.Now(), leastWindow)
+	from, until, err := plan.Window(a.Now(), leastWindow)
 	if err != nil {
 		done.Error = err.Error()
 		return a.Report(ctx, done)

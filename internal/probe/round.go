@@ -100,7 +100,7 @@ func RunRound(ctx context.Context, a round.Agent[Params, Result], network Networ
 		// key the agent does not probe, and its node counts as missing.
 		return report(Result{}, err)
 	}
-	if _, _, err := plan.Window(time.Now(), LeastWindow); err != nil {
+	if _, _, err := plan.Window(a.Now(), LeastWindow); err != nil {
 		return report(Result{}, err)
 	}
 	agent, err := network(AgentConfig{Round: RoundKey(string(plan.Round)), Secret: secret, NodeIP: plan.Addr,

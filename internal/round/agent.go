@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -18,6 +20,18 @@ type Agent[P, R any] struct {
 	Kind      Kind
 	Namespace string
 	Node      string
+	// Clock says when the agent came up, which decides whether it is in
+	// time for its round's window; nil is the system's clock. A simulated
+	// agent that comes up late has its own.
+	Clock clock.PassiveClock
+}
+
+// Now is the time on the agent's clock.
+func (a Agent[P, R]) Now() time.Time {
+	if a.Clock == nil {
+		return time.Now()
+	}
+	return a.Clock.Now()
 }
 
 // Plan waits for the agent's plan of round, or of any round when round is

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,6 +36,9 @@ type ProbeAgents struct {
 
 	client client.Client
 	reader client.Reader
+	// api is what the agents read their plans and key from: the API server,
+	// as a real agent reads them, rather than the simulator's cache.
+	api client.Reader
 
 	mu      sync.Mutex
 	blocked map[[2]netip.Addr]bool
@@ -96,7 +100,7 @@ func (a *ProbeAgents) WriteAs(writer func(node string) client.Client) {
 // SetupWithManager registers the agents on mgr: the probe DaemonSet and
 // its plans wake them.
 func (a *ProbeAgents) SetupWithManager(mgr ctrl.Manager) error {
-	a.client, a.reader = mgr.GetClient(), newCachedReader(mgr)
+	a.client, a.reader, a.api = mgr.GetClient(), newCachedReader(mgr), mgr.GetAPIReader()
 	plans := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, plan := o.GetLabels()[round.PlanLabel]
 		return o.GetNamespace() == a.Namespace && plan && o.GetLabels()[round.ComponentLabel] == probe.RoundKind.Component
@@ -136,9 +140,13 @@ func (a *ProbeAgents) windows(plans []round.Plan[probe.Params]) (map[netip.Addr]
 	return windows, tooLate
 }
 
-// Play writes, once, the reports of the round the DaemonSet runs, as its
-// agents would: w writes them, unless WriteAs gave each node's writer. Tests
-// without a manager call it directly.
+// Play runs, once, the agents of the round the DaemonSet runs: winready's
+// own probe.RunRound on each node, each agent coming up when a test made it
+// late, over a simulated network on which a probe arrives when its sender
+// and receiver overlap and no test blocked it. w writes the reports, unless
+// WriteAs gave each node's writer, with which its agent then also reads its
+// plan and key, as a real agent does with its pod's token. Tests without a
+// manager call it directly.
 func (a *ProbeAgents) Play(ctx context.Context, w client.Client, r client.Reader) error {
 	ds := &appsv1.DaemonSet{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: a.Namespace, Name: probe.RoundKind.Name}, ds); err != nil {
@@ -154,7 +162,33 @@ func (a *ProbeAgents) Play(ctx context.Context, w client.Client, r client.Reader
 	if a.played[id] {
 		return nil
 	}
-	windows, tooLate := a.windows(plans)
+	heard := a.network(plans)
+	reads := r
+	if a.api != nil {
+		reads = a.api
+	}
+	for _, p := range plans {
+		if a.silent[p.Node] {
+			continue
+		}
+		agent := round.Agent[probe.Params, probe.Result]{Client: agentClient{WithWatch: asWatcher(w), reader: reads}, Kind: probe.RoundKind,
+			Namespace: a.Namespace, Node: p.Node, Clock: clocktesting.NewFakePassiveClock(p.Start.Add(a.late[p.Node]))}
+		if a.writers != nil {
+			agent.Client = asWatcher(a.writers(p.Node))
+		}
+		if err := probe.RunRound(ctx, agent, heard); err != nil {
+			return fmt.Errorf("the probe agent of %s: %w", p.Node, err)
+		}
+	}
+	a.played[id] = true
+	return nil
+}
+
+// network is the simulated network of a round's agents: what each agent
+// hears, from when every agent came up (probe.Window), the silent ones
+// sending nothing, the blocked probes lost.
+func (a *ProbeAgents) network(plans []round.Plan[probe.Params]) probe.Network {
+	windows, _ := a.windows(plans)
 	received := map[netip.Addr][]netip.Addr{}
 	for _, p := range plans {
 		sender, ok := windows[p.Addr]
@@ -170,31 +204,35 @@ func (a *ProbeAgents) Play(ctx context.Context, w client.Client, r client.Reader
 			}
 		}
 	}
-	for _, p := range plans {
-		if a.silent[p.Node] {
-			continue
-		}
-		rep := round.Report[probe.Result]{Round: id, Stage: round.Done, Addr: p.Addr,
-			Result: probe.Result{Mode: probe.ModeCapture, ReceivedFrom: received[p.Addr]}}
-		if err := tooLate[p.Node]; err != nil {
-			rep.Error = err.Error()
-		}
-		for _, e := range p.Params.Extra {
-			if !a.blocked[[2]netip.Addr{p.Addr, e}] {
-				rep.Result.EchoedBy = append(rep.Result.EchoedBy, e)
+	return func(cfg probe.AgentConfig) (probe.Prober, error) {
+		res := probe.Result{Mode: probe.ModeCapture, ReceivedFrom: received[cfg.NodeIP]}
+		for _, e := range cfg.Extra {
+			if !a.blocked[[2]netip.Addr{cfg.NodeIP, e}] {
+				res.EchoedBy = append(res.EchoedBy, e)
 			}
 		}
-		c := w
-		if a.writers != nil {
-			c = a.writers(p.Node)
-		}
-		agent := round.Agent[probe.Params, probe.Result]{Client: asWatcher(c), Kind: probe.RoundKind, Namespace: a.Namespace, Node: p.Node}
-		if err := agent.Report(ctx, rep); err != nil {
-			return fmt.Errorf("writing the probe report of %s: %w", p.Node, err)
-		}
+		return heardProber(res), nil
 	}
-	a.played[id] = true
-	return nil
+}
+
+// heardProber is an agent that heard, within its window, what the
+// simulated network delivered to it.
+type heardProber probe.Result
+
+func (h heardProber) Run(_ context.Context, report func(probe.Result)) probe.Result {
+	report(probe.Result(h))
+	return probe.Result(h)
+}
+
+// agentClient is a simulated agent's client: it reads through reader and
+// writes through its client.
+type agentClient struct {
+	client.WithWatch
+	reader client.Reader
+}
+
+func (c agentClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return c.reader.Get(ctx, key, obj, opts...)
 }
 
 // wholeRound says whether plans hold every agent of their round: each peer

@@ -49,6 +49,10 @@ func roundOfThree[P any](t *testing.T, k round.Kind, params P) client.WithWatch 
 				Labels: map[string]string{round.ComponentLabel: k.Component, round.PlanLabel: string(planRound)}},
 			Data: map[string]string{round.NodeKey: node, round.PlanKey: string(body)}})
 	}
+	if k.Secret {
+		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: planNamespace, Name: k.Name},
+			Data: map[string][]byte{round.SecretRoundKey: []byte(planRound), round.SecretKey: []byte("the round's key")}})
+	}
 	return fake.NewClientBuilder().WithScheme(calico.NewScheme()).WithObjects(objs...).Build()
 }
 
@@ -102,8 +106,14 @@ func TestTheProbeAgentsWaitForEveryPlanOfTheirRound(t *testing.T) {
 	if err := agents.Play(context.Background(), c, c); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(doneReports[probe.Result](t, c)); n != 3 {
-		t.Fatalf("%d reports once every plan is there, want 3", n)
+	reports := doneReports[probe.Result](t, c)
+	if len(reports) != 3 {
+		t.Fatalf("%d reports once every plan is there, want 3", len(reports))
+	}
+	for node, r := range reports {
+		if r.Error != "" || len(r.Result.ReceivedFrom) != 2 {
+			t.Errorf("%s reported %+v, want both peers heard and no error", node, r)
+		}
 	}
 }
 
