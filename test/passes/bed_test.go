@@ -46,6 +46,13 @@ import (
 // the first pass, and the first after a restart, always run. That the
 // manager runs these watches is the business of the specs that run it.
 type inlineBed struct {
+	// The spec's client (the mirror), the reads of look over it, and the
+	// simulator and probe agents the spec breaks the cluster with.
+	k8s    client.Client
+	on     look.Cluster
+	sim    *calicosim.Simulator
+	agents *calicosim.ProbeAgents
+
 	r      *controllers.Reconciler
 	calico *calicosim.Inline
 	clock  *clocktesting.FakeClock
@@ -77,19 +84,19 @@ func driveInline(cl calicosim.Cluster) *inlineBed {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(clean, api)
 	c := newMirror(api)
-	// The spec's own reads and writes go through the mirror too.
-	k8s, on = c, look.On(ctx, c)
 	b := &inlineBed{clock: clocktesting.NewFakeClock(time.Now()), events: &eventLog{}, c: c, reads: metrics.NewReadCounter(scheme),
 		watches: newWatches(controllers.Watches())}
+	// The spec's own reads and writes go through the mirror too.
+	b.k8s, b.on = c, look.On(ctx, c)
 	// No pacing: what the specs here assert follows from the order of the
 	// writes, which the rollout's and the status's delays do not change.
 	b.calico = calicosim.NewInline(c, b.clock, calicosim.Options{RolloutStep: -1, StatusLag: -1}, probeNamespace)
-	// The spec's sim.InjectFault, agents.Block, ... act on this simulator.
-	sim, agents = b.calico.Sim, b.calico.Agents
+	// The spec's b.sim.InjectFault, b.agents.Block, ... act on this simulator.
+	b.sim, b.agents = b.calico.Sim, b.calico.Agents
 	b.r = b.newReconciler()
-	Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
+	Expect(calicosim.Seed(ctx, b.k8s, cl)).To(Succeed())
 	b.settle()
-	settled, why, err := calicosim.Settled(ctx, k8s)
+	settled, why, err := calicosim.Settled(ctx, b.k8s)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(settled).To(BeTrue(), "the simulated Calico is at rest before the spec starts: %s", why)
 	return b
@@ -168,7 +175,7 @@ func reconcileUntil[T any](b *inlineBed, actual func() T, matcher types.GomegaMa
 			return
 		}
 		if !b.wake() {
-			why := fmt.Sprintf("nothing wakes winready any more after %d passes; its status: %q", b.passes, on.WR().Status.Message)
+			why := fmt.Sprintf("nothing wakes winready any more after %d passes; its status: %q", b.passes, b.on.WR().Status.Message)
 			if len(description) > 0 {
 				why = describe(description) + "; " + why
 			}
@@ -201,7 +208,7 @@ func (b *inlineBed) rest(horizon time.Duration) {
 		b.wake()
 		b.pass()
 	}
-	Fail(fmt.Sprintf("winready is still busy after %d passes: %q", maxPasses, on.WR().Status.Message))
+	Fail(fmt.Sprintf("winready is still busy after %d passes: %q", maxPasses, b.on.WR().Status.Message))
 }
 
 // eventLog records winready's Events: "<type> <reason> <note>".
@@ -251,7 +258,7 @@ func clean(api client.Client) {
 func deleteWR(b *inlineBed) {
 	GinkgoHelper()
 	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
-	Expect(k8s.Delete(ctx, wr)).To(Succeed())
-	reconcileUntil(b, func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(wr), wr)) }, BeTrue(),
+	Expect(b.k8s.Delete(ctx, wr)).To(Succeed())
+	reconcileUntil(b, func() bool { return apierrors.IsNotFound(b.k8s.Get(ctx, client.ObjectKeyFromObject(wr), wr)) }, BeTrue(),
 		"winready removes its finalizer")
 }

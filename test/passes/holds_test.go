@@ -41,30 +41,30 @@ var _ = Describe("Migrating pass by pass", func() {
 			if h.before != nil {
 				h.before()
 			}
-			on.CreateWR(h.spec)
-			reconcileUntil(b, on.Phase, Equal(h.phase))
+			b.on.CreateWR(h.spec)
+			reconcileUntil(b, b.on.Phase, Equal(h.phase))
 			b.rest(10 * time.Minute)
-			Expect(on.Phase()).To(Equal(h.phase), "still held ten minutes later")
-			Expect(on.WR().Status.Message).To(h.says)
-			Expect(on.Condition(conditions.Stalled)().Status).NotTo(Equal(metav1.ConditionTrue), "a hold is not a stall")
+			Expect(b.on.Phase()).To(Equal(h.phase), "still held ten minutes later")
+			Expect(b.on.WR().Status.Message).To(h.says)
+			Expect(b.on.Condition(conditions.Stalled)().Status).NotTo(Equal(metav1.ConditionTrue), "a hold is not a stall")
 			Expect(look.CalicoWrites(b.r.Writes.Snapshot())).To(BeEmpty())
-			Expect(on.IPAMConfig().Spec.StrictAffinity).To(BeFalse())
+			Expect(b.on.IPAMConfig().Spec.StrictAffinity).To(BeFalse())
 
 			h.released()
-			reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
+			reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseReady))
 		},
 		Entry("paused: it goes on when unpaused", hold{
 			spec:     func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true },
 			phase:    v1alpha1.PhasePaused,
 			says:     ContainSubstring("paused"),
-			released: func() { on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false }) },
+			released: func() { b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false }) },
 		}),
 		Entry("Calico Degraded before the first change: it goes on when Calico recovers", hold{
 			spec:     func(*v1alpha1.WindowsReadiness) {},
-			before:   func() { sim.InjectFault("calico-node crash looping on linux-1") },
+			before:   func() { b.sim.InjectFault("calico-node crash looping on linux-1") },
 			phase:    v1alpha1.PhaseMigrating,
 			says:     ContainSubstring("crash looping"),
-			released: func() { sim.ClearFault() },
+			released: func() { b.sim.ClearFault() },
 		}),
 		Entry("the UDP probe skipped and the dry run on: it goes on when the dry run is switched off", hold{
 			spec: func(wr *v1alpha1.WindowsReadiness) {
@@ -73,54 +73,54 @@ var _ = Describe("Migrating pass by pass", func() {
 			},
 			phase:    v1alpha1.PhasePlanned,
 			says:     ContainSubstring("dry run"),
-			released: func() { on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false }) },
+			released: func() { b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = false }) },
 		}),
 	)
 
 	It("writes no status in a pass before the first change that finds what the last one found", func() {
-		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhasePaused))
+		b.on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhasePaused))
 		b.rest(time.Minute)
-		checked := on.WR().Status.Preflight.CompletedAt
+		checked := b.on.WR().Status.Preflight.CompletedAt
 		before := b.r.Writes.Total()
 		b.clock.Step(time.Minute)
 		b.pass()
 		Expect(b.r.Writes.Total()).To(Equal(before), "the same verdicts a minute later: nothing to write")
-		Expect(on.WR().Status.Preflight.CompletedAt).To(Equal(checked))
+		Expect(b.on.WR().Status.Preflight.CompletedAt).To(Equal(checked))
 	})
 
 	It("waits for approval before each disruptive step", func() {
-		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.RequireApproval = true })
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
-		Expect(on.WR().Status.Message).To(ContainSubstring("step 2/6 (Encapsulation): waiting for approval"))
-		Expect(on.Step(v1alpha1.StepStrictAffinity)().State).To(Equal(v1alpha1.StepCompleted), "non-disruptive steps go ahead")
-		Expect(on.KStatus()).To(Equal(status.InProgressStatus))
+		b.on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.RequireApproval = true })
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
+		Expect(b.on.WR().Status.Message).To(ContainSubstring("step 2/6 (Encapsulation): waiting for approval"))
+		Expect(b.on.Step(v1alpha1.StepStrictAffinity)().State).To(Equal(v1alpha1.StepCompleted), "non-disruptive steps go ahead")
+		Expect(b.on.KStatus()).To(Equal(status.InProgressStatus))
 
 		for i, step := range []v1alpha1.StepName{v1alpha1.StepEncapsulation, v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint} {
 			b.rest(time.Hour)
-			Expect(on.Step(step)().State).NotTo(Equal(v1alpha1.StepCompleted), "%s waits for its approval", step)
-			on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.ApprovedSteps = append(wr.Spec.ApprovedSteps, step) })
-			reconcileUntil(b, func() v1alpha1.StepState { return on.Step(step)().State }, Equal(v1alpha1.StepCompleted))
+			Expect(b.on.Step(step)().State).NotTo(Equal(v1alpha1.StepCompleted), "%s waits for its approval", step)
+			b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.ApprovedSteps = append(wr.Spec.ApprovedSteps, step) })
+			reconcileUntil(b, func() v1alpha1.StepState { return b.on.Step(step)().State }, Equal(v1alpha1.StepCompleted))
 			if i < 2 {
-				reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
+				reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
 			}
 		}
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseReady))
 	})
 
-	rollouts := func() int { return sim.Rollouts(calico.SystemNamespace, calico.NodeDaemonSet).Rollouts }
+	rollouts := func() int { return b.sim.Rollouts(calico.SystemNamespace, calico.NodeDaemonSet).Rollouts }
 
 	DescribeTable("rolls calico-node out for the migration and its rollback",
 		func(conservative bool, migration, rollback int) {
 			before := rollouts()
-			on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.Conservative = conservative })
-			reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
+			b.on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.Conservative = conservative })
+			reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseReady))
 			Expect(rollouts() - before).To(Equal(migration))
-			Expect(on.Step(v1alpha1.StepServicesEndpoint)().Changed).To(BeTrue())
+			Expect(b.on.Step(v1alpha1.StepServicesEndpoint)().Changed).To(BeTrue())
 
 			before = rollouts()
-			on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
-			reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseRolledBack))
+			b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+			reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseRolledBack))
 			Expect(rollouts() - before).To(Equal(rollback))
 		},
 		Entry("once each, BGP off and the services endpoint together (the old address handed over with BGP on)", false, 1, 1),
@@ -132,113 +132,113 @@ var _ = Describe("Migrating pass by pass", func() {
 	// winready until it sees it.
 	degradedDuring := func(step v1alpha1.StepName) {
 		GinkgoHelper()
-		reconcileUntil(b, func() string { return on.Step(step)().Message }, ContainSubstring("calico-node rollout"))
-		sim.InjectFault("calico-node crash looping on linux-2")
-		reconcileUntil(b, on.Condition(conditions.CalicoHealthy), look.HaveStatus(metav1.ConditionFalse, conditions.ReasonCalicoDegraded))
+		reconcileUntil(b, func() string { return b.on.Step(step)().Message }, ContainSubstring("calico-node rollout"))
+		b.sim.InjectFault("calico-node crash looping on linux-2")
+		reconcileUntil(b, b.on.Condition(conditions.CalicoHealthy), look.HaveStatus(metav1.ConditionFalse, conditions.ReasonCalicoDegraded))
 	}
 
 	It("stops changing the cluster when Calico goes Degraded in the middle of a step, and goes on when it recovers", func() {
-		sim.HoldRollouts()
+		b.sim.HoldRollouts()
 		// One change per step, so that a next step is left to hold back.
-		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.Conservative = true })
+		b.on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Rollout.Conservative = true })
 		degradedDuring(v1alpha1.StepBGP)
-		sim.ReleaseRollouts()
-		reconcileUntil(b, func() string { return on.WR().Status.Message }, ContainSubstring("recover from Degraded"))
+		b.sim.ReleaseRollouts()
+		reconcileUntil(b, func() string { return b.on.WR().Status.Message }, ContainSubstring("recover from Degraded"))
 		b.rest(10 * time.Minute)
-		Expect(on.Phase()).To(Equal(v1alpha1.PhaseMigrating), "Calico may recover by itself: not stalled")
-		Expect(on.ServicesEndpoint()).To(BeNil(), "the next step does not start")
+		Expect(b.on.Phase()).To(Equal(v1alpha1.PhaseMigrating), "Calico may recover by itself: not stalled")
+		Expect(b.on.ServicesEndpoint()).To(BeNil(), "the next step does not start")
 
-		sim.ClearFault()
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
+		b.sim.ClearFault()
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseReady))
 	})
 
 	It("lets a rollback undo the change while Calico stays Degraded", func() {
-		sim.HoldRollouts()
-		on.CreateWR()
+		b.sim.HoldRollouts()
+		b.on.CreateWR()
 		degradedDuring(v1alpha1.StepBGP)
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
 
-		reconcileUntil(b, func() *operatorv1.BGPOption { return on.Installation().Spec.CalicoNetwork.BGP },
+		reconcileUntil(b, func() *operatorv1.BGPOption { return b.on.Installation().Spec.CalicoNetwork.BGP },
 			HaveValue(Equal(operatorv1.BGPEnabled)), "the rollback of BGP goes ahead although Calico is Degraded")
-		reconcileUntil(b, func() string { return on.Condition(conditions.CalicoHealthy)().Message }, ContainSubstring("the rollback goes on to undo it"))
+		reconcileUntil(b, func() string { return b.on.Condition(conditions.CalicoHealthy)().Message }, ContainSubstring("the rollback goes on to undo it"))
 
-		sim.ClearFault()
-		sim.ReleaseRollouts()
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseRolledBack))
+		b.sim.ClearFault()
+		b.sim.ReleaseRollouts()
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseRolledBack))
 	})
 
 	It("re-runs the step that made Calico Degraded toward a corrected target, and nothing else", func() {
-		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
+		b.on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: "10.0.0.99", Port: 6443}
 			wr.Spec.RequireApproval = true
 			wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepEncapsulation, v1alpha1.StepBGP}
 		})
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
-		sim.HoldRollouts()
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
+		b.sim.HoldRollouts()
+		b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.ApprovedSteps = append(wr.Spec.ApprovedSteps, v1alpha1.StepServicesEndpoint)
 		})
 		degradedDuring(v1alpha1.StepServicesEndpoint)
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+		b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: "10.0.0.10", Port: 6443}
 		})
-		reconcileUntil(b, func() string { return on.ServicesEndpoint().Data[calico.ServiceHostKey] }, Equal("10.0.0.10"),
+		reconcileUntil(b, func() string { return b.on.ServicesEndpoint().Data[calico.ServiceHostKey] }, Equal("10.0.0.10"),
 			"the step that made Calico Degraded runs again with the corrected address")
-		reconcileUntil(b, func() string { return on.Condition(conditions.CalicoHealthy)().Message }, ContainSubstring("re-running it toward the corrected target"))
-		Expect(on.Step(v1alpha1.StepServiceCIDRs)().Changed).To(BeTrue(), "written in the same write as the services endpoint")
+		reconcileUntil(b, func() string { return b.on.Condition(conditions.CalicoHealthy)().Message }, ContainSubstring("re-running it toward the corrected target"))
+		Expect(b.on.Step(v1alpha1.StepServiceCIDRs)().Changed).To(BeTrue(), "written in the same write as the services endpoint")
 
-		sim.ClearFault()
-		sim.ReleaseRollouts()
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
+		b.sim.ClearFault()
+		b.sim.ReleaseRollouts()
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseReady))
 	})
 
 	DescribeTable("stalls once a wait outlasts its deadline, with no poke: the pass looks again at the deadline",
 		func(spec func(*v1alpha1.WindowsReadiness), before func(), says []string, recovers func()) {
 			before()
-			on.CreateWR(spec)
-			reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonStepTimeout))
-			Expect(on.Phase()).To(Equal(v1alpha1.PhaseStalled))
+			b.on.CreateWR(spec)
+			reconcileUntil(b, b.on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonStepTimeout))
+			Expect(b.on.Phase()).To(Equal(v1alpha1.PhaseStalled))
 			for _, s := range says {
-				Expect(on.WR().Status.Message).To(ContainSubstring(s))
+				Expect(b.on.WR().Status.Message).To(ContainSubstring(s))
 			}
 			b.rest(time.Hour)
 			Expect(b.events.count(corev1.EventTypeWarning+" "+conditions.ReasonStepTimeout)).To(Equal(1),
 				"the stall is announced once, however many passes see it: %v", b.events.all())
 			recovers()
-			reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
-			Expect(on.Condition(conditions.Stalled)().Status).To(Equal(metav1.ConditionFalse))
+			reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseReady))
+			Expect(b.on.Condition(conditions.Stalled)().Status).To(Equal(metav1.ConditionFalse))
 		},
 		Entry("a step whose rollout does not move for the progress deadline, until Calico catches up",
 			func(wr *v1alpha1.WindowsReadiness) { wr.Spec.PhaseTimeout = &metav1.Duration{Duration: time.Minute} },
-			func() { sim.HoldRollouts() },
+			func() { b.sim.HoldRollouts() },
 			[]string{"step 3/6 (BGP)", "calico-node rollout", "longer than the progress deadline 1m0s"},
-			func() { sim.ReleaseRollouts() }),
+			func() { b.sim.ReleaseRollouts() }),
 		Entry("Calico Degraded for longer than the step deadline, until it recovers",
 			func(*v1alpha1.WindowsReadiness) {},
-			func() { sim.InjectFault("calico-node crash looping on linux-2") },
+			func() { b.sim.InjectFault("calico-node crash looping on linux-2") },
 			[]string{"crash looping on linux-2", "longer than the step deadline"},
-			func() { sim.ClearFault() }),
+			func() { b.sim.ClearFault() }),
 	)
 
 	DescribeTable("checks the pod network after Encapsulation breaks TCP, ICMP passing, and stops with the checksum offload diagnosis",
 		func(onFailure v1alpha1.PodCheckFailureAction, says string, encapsulation operatorv1.EncapsulationType) {
-			DeferCleanup(sim.PodChecks().Reset)
-			on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
+			DeferCleanup(b.sim.PodChecks().Reset)
+			b.on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 				wr.Spec.RequireApproval = true
 				wr.Spec.PodNetworkCheck.OnFailure = onFailure
 			})
-			reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
-			Expect(on.WR().Status.PodNetworkCheck.Baseline).NotTo(BeNil(), "the baseline ran before the first change")
-			sim.PodChecks().Break(calicosim.FaultTCP)
-			on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+			reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
+			Expect(b.on.WR().Status.PodNetworkCheck.Baseline).NotTo(BeNil(), "the baseline ran before the first change")
+			b.sim.PodChecks().Break(calicosim.FaultTCP)
+			b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 				wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepEncapsulation, v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}
 			})
 
-			reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPodNetworkCheckFailed))
-			Expect(on.WR().Status.Message).To(And(ContainSubstring(says), ContainSubstring("checksum offload")))
+			reconcileUntil(b, b.on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPodNetworkCheckFailed))
+			Expect(b.on.WR().Status.Message).To(And(ContainSubstring(says), ContainSubstring("checksum offload")))
 			b.rest(time.Hour)
-			Expect(on.Installation().Spec.CalicoNetwork.IPPools[0].Encapsulation).To(Equal(encapsulation))
-			Expect(on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)), "no further step ran")
+			Expect(b.on.Installation().Spec.CalicoNetwork.IPPools[0].Encapsulation).To(Equal(encapsulation))
+			Expect(b.on.Installation().Spec.CalicoNetwork.BGP).To(HaveValue(Equal(operatorv1.BGPEnabled)), "no further step ran")
 		},
 		Entry("leaving Encapsulation as it is when asked to stop", v1alpha1.PodCheckStop, "ChecksumOffloadBroken=true", operatorv1.EncapsulationVXLAN),
 		Entry("reverting Encapsulation when asked to revert", v1alpha1.PodCheckRevert, "was reverted", operatorv1.EncapsulationVXLANCrossSubnet),

@@ -29,56 +29,60 @@ var _ = Describe("What the passes before the first change read again", func() {
 	detections := func(b *inlineBed) int { return b.reads.Snapshot()[metrics.ReadFromAPIServer+" ServiceCIDR list"] }
 	probesStarted := func(b *inlineBed) int { return b.events.count("Normal " + conditions.ReasonNetworkProbeStarted) }
 	// The first change is made in the pass that records the originals.
-	recorded := func() bool { return on.WR().Status.Originals != nil }
-	probed := func() bool {
-		pf := on.WR().Status.Preflight
-		return pf != nil && pf.Probe != nil && pf.Probe.CompletedAt != nil
+	recorded := func(b *inlineBed) func() bool {
+		return func() bool { return b.on.WR().Status.Originals != nil }
+	}
+	probed := func(b *inlineBed) func() bool {
+		return func() bool {
+			pf := b.on.WR().Status.Preflight
+			return pf != nil && pf.Probe != nil && pf.Probe.CompletedAt != nil
+		}
 	}
 	approval := func(wr *v1alpha1.WindowsReadiness) { wr.Spec.RequireApproval = true }
 
 	It("reads the cluster past the cache once for all the passes before the first change", func() {
 		b := driveInline(calicosim.MainCluster())
-		on.CreateWR(approval)
-		reconcileUntil(b, recorded, BeTrue())
+		b.on.CreateWR(approval)
+		reconcileUntil(b, recorded(b), BeTrue())
 		Expect(b.passes).To(BeNumerically(">=", 4), "the probe round and the pod network check wake passes of their own")
 		Expect(gathers(b)).To(Equal(1), "one preflight for %d passes", b.passes)
-		Expect(on.WR().Status.Preflight.InputDigest).NotTo(BeEmpty(), "the status shows what the verdict was reached on")
-		Expect(on.Condition(conditions.PreflightPassed)()).To(HaveField("Status", metav1.ConditionTrue))
+		Expect(b.on.WR().Status.Preflight.InputDigest).NotTo(BeEmpty(), "the status shows what the verdict was reached on")
+		Expect(b.on.Condition(conditions.PreflightPassed)()).To(HaveField("Status", metav1.ConditionTrue))
 	})
 
 	It("reads it again, and probes again, when a Linux node joins before the first change", func() {
 		b := driveInline(calicosim.MainCluster())
-		on.CreateWR(approval)
-		reconcileUntil(b, probed, BeTrue())
+		b.on.CreateWR(approval)
+		reconcileUntil(b, probed(b), BeTrue())
 		Expect(gathers(b)).To(Equal(1))
-		first := on.WR().Status.Preflight.Probe.Round
+		first := b.on.WR().Status.Preflight.Probe.Round
 
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "linux-3", Labels: map[string]string{calico.OSLabel: "linux"}}}
-		Expect(k8s.Create(ctx, node)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, node))).To(Succeed()) })
+		Expect(b.k8s.Create(ctx, node)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(b.k8s.Delete(ctx, node))).To(Succeed()) })
 		base := node.DeepCopy()
 		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.14"}}
-		Expect(k8s.Status().Patch(ctx, node, client.MergeFrom(base))).To(Succeed())
+		Expect(b.k8s.Status().Patch(ctx, node, client.MergeFrom(base))).To(Succeed())
 
-		reconcileUntil(b, recorded, BeTrue())
+		reconcileUntil(b, recorded(b), BeTrue())
 		Expect(gathers(b)).To(Equal(2), "a new Node is a new input of the checks")
 		Expect(probesStarted(b)).To(Equal(2), "the round that passed did not probe the new node")
-		probe := on.WR().Status.Preflight.Probe
+		probe := b.on.WR().Status.Preflight.Probe
 		Expect(probe.Round).NotTo(Equal(first))
 		Expect(probe.Nodes).To(BeEquivalentTo(4), "the new round probed the new node too")
 	})
 
 	It("neither probes nor reads the cluster again for a pause before the first change", func() {
 		b := driveInline(calicosim.MainCluster())
-		on.CreateWR(approval)
-		reconcileUntil(b, probed, BeTrue())
-		first := on.WR().Status.Preflight.Probe.Round
+		b.on.CreateWR(approval)
+		reconcileUntil(b, probed(b), BeTrue())
+		first := b.on.WR().Status.Preflight.Probe.Round
 
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhasePaused))
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
-		reconcileUntil(b, recorded, BeTrue())
-		Expect(on.WR().Status.Preflight.Probe.Round).To(Equal(first), "the round that passed still stands")
+		b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = true })
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhasePaused))
+		b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
+		reconcileUntil(b, recorded(b), BeTrue())
+		Expect(b.on.WR().Status.Preflight.Probe.Round).To(Equal(first), "the round that passed still stands")
 		Expect(probesStarted(b)).To(Equal(1), "no round was started again")
 		Expect(gathers(b)).To(Equal(1), "the checks' inputs did not change")
 		Expect(detections(b)).To(Equal(1), "nor did the targets'")
@@ -86,31 +90,31 @@ var _ = Describe("What the passes before the first change read again", func() {
 
 	It("does not detect the targets again for an approval", func() {
 		b := driveInline(calicosim.MainCluster())
-		on.CreateWR(approval)
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
+		b.on.CreateWR(approval)
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
 		Expect(detections(b)).To(Equal(1))
-		targets := on.WR().Status.Targets
+		targets := b.on.WR().Status.Targets
 
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+		b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepEncapsulation}
 		})
-		reconcileUntil(b, on.Step(v1alpha1.StepEncapsulation), HaveField("State", v1alpha1.StepCompleted))
+		reconcileUntil(b, b.on.Step(v1alpha1.StepEncapsulation), HaveField("State", v1alpha1.StepCompleted))
 		Expect(detections(b)).To(Equal(1), "the spec fields the targets are resolved from did not change")
-		Expect(on.WR().Status.Targets).To(Equal(targets))
+		Expect(b.on.WR().Status.Targets).To(Equal(targets))
 	})
 
 	It("resolves the targets again when the Installation gets a service network before the first change", func() {
 		b := driveInline(calicosim.MainCluster())
-		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhasePlanned))
-		Expect(on.WR().Status.Targets.ServiceCIDRs).To(Equal(on.ServiceCIDRs()), "detected")
+		b.on.CreateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.DryRun = true })
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhasePlanned))
+		Expect(b.on.WR().Status.Targets.ServiceCIDRs).To(Equal(b.on.ServiceCIDRs()), "detected")
 
-		inst := on.Installation()
+		inst := b.on.Installation()
 		base := inst.DeepCopy()
 		inst.Spec.ServiceCIDRs = []string{"10.100.0.0/16"}
-		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
-		reconcileUntil(b, func() []string { return on.WR().Status.Targets.ServiceCIDRs }, Equal([]string{"10.100.0.0/16"}),
+		Expect(b.k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
+		reconcileUntil(b, func() []string { return b.on.WR().Status.Targets.ServiceCIDRs }, Equal([]string{"10.100.0.0/16"}),
 			"what the Installation holds is kept, not replaced with what was detected before")
-		Expect(on.WR().Status.Plan).NotTo(ContainElement(HaveField("Step", v1alpha1.StepServiceCIDRs)), "nothing to change there")
+		Expect(b.on.WR().Status.Plan).NotTo(ContainElement(HaveField("Step", v1alpha1.StepServiceCIDRs)), "nothing to change there")
 	})
 })

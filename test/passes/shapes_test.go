@@ -35,17 +35,17 @@ type calicoState struct {
 	ServicesEndpoint map[string]string
 }
 
-func calicoStateNow() calicoState {
-	s := calicoState{Installation: on.Installation().Spec, Pools: map[string]calicov3.IPPoolSpec{}}
+func (b *inlineBed) calicoStateNow() calicoState {
+	s := calicoState{Installation: b.on.Installation().Spec, Pools: map[string]calicov3.IPPoolSpec{}}
 	pools := &calicov3.IPPoolList{}
-	Expect(k8s.List(ctx, pools)).To(Succeed())
+	Expect(b.k8s.List(ctx, pools)).To(Succeed())
 	for _, p := range pools.Items {
 		s.Pools[p.Name] = p.Spec
 	}
-	if cfg := on.IPAMConfig(); cfg != nil {
+	if cfg := b.on.IPAMConfig(); cfg != nil {
 		s.IPAM = &cfg.Spec
 	}
-	if cm := on.ServicesEndpoint(); cm != nil {
+	if cm := b.on.ServicesEndpoint(); cm != nil {
 		s.ServicesEndpoint = cm.Data
 	}
 	return s
@@ -56,8 +56,8 @@ func calicoStateNow() calicoState {
 // the migration Stalled and Calico's objects as they were.
 func refusedBeforeAnyChange(b *inlineBed, name string, messages ...string) {
 	GinkgoHelper()
-	before := calicoStateNow()
-	on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
+	before := b.calicoStateNow()
+	b.on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 		wr.Spec.Preflight.SkipNetworkProbe = true
 		wr.Spec.PodNetworkCheck.Disabled = true
 	})
@@ -65,10 +65,10 @@ func refusedBeforeAnyChange(b *inlineBed, name string, messages ...string) {
 	for _, m := range messages {
 		matchers = append(matchers, HaveField("Message", ContainSubstring(m)))
 	}
-	reconcileUntil(b, on.Check(name), And(matchers...))
-	reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+	reconcileUntil(b, b.on.Check(name), And(matchers...))
+	reconcileUntil(b, b.on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
 	b.rest(time.Hour)
-	Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
+	Expect(b.calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
 }
 
 var _ = Describe("Cluster shapes the Tigera operator would refuse after a change", func() {
@@ -79,26 +79,26 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 			name string, result v1alpha1.CheckResult, message string) {
 			b = driveInline(cluster())
 			for _, obj := range objects() {
-				Expect(on.CreateOrReplace(obj)).To(Succeed())
-				DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
+				Expect(b.on.CreateOrReplace(obj)).To(Succeed())
+				DeferCleanup(func() { Expect(client.IgnoreNotFound(b.k8s.Delete(ctx, obj))).To(Succeed()) })
 			}
-			before := calicoStateNow()
-			on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
+			before := b.calicoStateNow()
+			b.on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 				wr.Spec.Preflight.SkipNetworkProbe = true
 				wr.Spec.PodNetworkCheck.Disabled = true
 				if mutate != nil {
 					mutate(wr)
 				}
 			})
-			reconcileUntil(b, on.Check(name), And(HaveField("Result", result), HaveField("Message", ContainSubstring(message))))
+			reconcileUntil(b, b.on.Check(name), And(HaveField("Result", result), HaveField("Message", ContainSubstring(message))))
 			if result != v1alpha1.CheckFail {
 				return
 			}
-			reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
+			reconcileUntil(b, b.on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonPreflightFailed))
 			b.rest(time.Hour)
-			Expect(on.WR().Status.Message).To(ContainSubstring(message))
-			Expect(on.WR().Status.Originals).To(BeNil(), "a failed preflight records nothing")
-			Expect(calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
+			Expect(b.on.WR().Status.Message).To(ContainSubstring(message))
+			Expect(b.on.WR().Status.Originals).To(BeNil(), "a failed preflight records nothing")
+			Expect(b.calicoStateNow()).To(Equal(before), "a failed preflight changes nothing")
 		},
 		Entry("no kube-dns Service", func() calicosim.Cluster {
 			cl := calicosim.MainCluster()
@@ -153,20 +153,20 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 
 	It("refuses the VPP dataplane, whose bgp the Tigera operator never lets go", func() {
 		b = driveInline(calicosim.MainCluster())
-		inst := on.Installation()
+		inst := b.on.Installation()
 		base := inst.DeepCopy()
 		vpp := operatorv1.LinuxDataplaneVPP
 		inst.Spec.CalicoNetwork.LinuxDataplane = &vpp
-		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
+		Expect(b.k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
 		refusedBeforeAnyChange(b, preflight.CheckDataplane, "linuxDataplane is VPP")
 	})
 
 	It("refuses host-local IPAM, with which the Tigera operator rejects VXLAN pools", func() {
 		b = driveInline(calicosim.MainCluster())
-		inst := on.Installation()
+		inst := b.on.Installation()
 		base := inst.DeepCopy()
 		inst.Spec.CNI.IPAM = &operatorv1.IPAMSpec{Type: operatorv1.IPAMPluginHostLocal}
-		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
+		Expect(b.k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
 		refusedBeforeAnyChange(b, preflight.CheckCNI, "spec.cni.ipam.type is HostLocal")
 	})
 
@@ -174,19 +174,19 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 		b = driveInline(calicosim.MainCluster())
 		rootCA := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: "kube-root-ca.crt"},
 			Data: map[string]string{"ca.crt": string(cfg.CAData)}}
-		Expect(k8s.Create(ctx, rootCA)).To(Succeed())
-		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, rootCA))).To(Succeed()) })
-		before := calicoStateNow()
-		on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
+		Expect(b.k8s.Create(ctx, rootCA)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(b.k8s.Delete(ctx, rootCA))).To(Succeed()) })
+		before := b.calicoStateNow()
+		b.on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Preflight.SkipNetworkProbe = true
 			wr.Spec.PodNetworkCheck.Disabled = true
 		})
 		By("refusing kubeadm's controlPlaneEndpoint, which no API server of this cluster answers")
-		reconcileUntil(b, on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonAPIServerAddressUnproven))
-		Expect(on.WR().Status.Message).To(And(ContainSubstring("the API server address 10.0.0.10:6443 (serviceCIDRs from ServiceCIDR objects; "+
+		reconcileUntil(b, b.on.Condition(conditions.Stalled), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonAPIServerAddressUnproven))
+		Expect(b.on.WR().Status.Message).To(And(ContainSubstring("the API server address 10.0.0.10:6443 (serviceCIDRs from ServiceCIDR objects; "+
 			"API server from kubeadm-config controlPlaneEndpoint) failed the TLS check against the cluster CA"), ContainSubstring("set spec.apiServer")))
-		Expect(on.WR().Status.Originals).To(BeNil())
-		Expect(calicoStateNow()).To(Equal(before), "nothing is written before the address is proven")
+		Expect(b.on.WR().Status.Originals).To(BeNil())
+		Expect(b.calicoStateNow()).To(Equal(before), "nothing is written before the address is proven")
 
 		By("going on with this cluster's API server, whose certificate the cluster CA signs")
 		u, err := url.Parse(cfg.Host)
@@ -195,43 +195,43 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 		Expect(err).NotTo(HaveOccurred())
 		portNumber, err := strconv.Atoi(port)
 		Expect(err).NotTo(HaveOccurred())
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+		b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.APIServer = &v1alpha1.APIServerEndpoint{Host: host, Port: int32(portNumber)}
 		})
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady))
-		Expect(on.Condition(conditions.DirectAPIServerAddress)().Message).To(ContainSubstring("its TLS certificate is verified against the cluster CA"))
-		Expect(on.ServicesEndpoint().Data).To(HaveKeyWithValue(calico.ServiceHostKey, host))
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseReady))
+		Expect(b.on.Condition(conditions.DirectAPIServerAddress)().Message).To(ContainSubstring("its TLS certificate is verified against the cluster CA"))
+		Expect(b.on.ServicesEndpoint().Data).To(HaveKeyWithValue(calico.ServiceHostKey, host))
 	})
 
 	It("refuses an Installation rendered by Helm until a person acknowledges it, then goes on", func() {
 		b = driveInline(calicosim.MainCluster())
-		inst := on.Installation()
+		inst := b.on.Installation()
 		base := inst.DeepCopy()
 		inst.Annotations = map[string]string{"meta.helm.sh/release-name": "calico", "meta.helm.sh/release-namespace": "tigera-operator"}
 		inst.Labels = map[string]string{"app.kubernetes.io/managed-by": "Helm"}
-		Expect(k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
+		Expect(b.k8s.Patch(ctx, inst, client.MergeFrom(base))).To(Succeed())
 		refusedBeforeAnyChange(b, preflight.CheckHelm, "Installation default is rendered by calico (annotation meta.helm.sh/release-name=calico, "+
 			"label app.kubernetes.io/managed-by=Helm)", "installation:\n  calicoNetwork:\n    bgp: Disabled")
 
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+		b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.Preflight.Acknowledge = []v1alpha1.Acknowledgement{v1alpha1.AcknowledgeHelmManagedInstallation}
 		})
-		reconcileUntil(b, on.Check(preflight.CheckHelm), HaveField("Result", v1alpha1.CheckWarn))
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady), "acknowledged, the migration goes on")
+		reconcileUntil(b, b.on.Check(preflight.CheckHelm), HaveField("Result", v1alpha1.CheckWarn))
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseReady), "acknowledged, the migration goes on")
 	})
 
 	It("says the Tigera operator's own reason while a step waits on it", func() {
 		b = awaitingApproval()
 		By("losing the DNS Service after the preflight passed")
-		Expect(k8s.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"}})).To(Succeed())
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+		Expect(b.k8s.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns"}})).To(Succeed())
+		b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepEncapsulation, v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}
 		})
-		reconcileUntil(b, func() string { return on.Condition(conditions.Reconciling)().Message }, And(
+		reconcileUntil(b, func() string { return b.on.Condition(conditions.Reconciling)().Message }, And(
 			ContainSubstring("(WindowsDataplane): waiting for"),
 			ContainSubstring("the Tigera operator reports TigeraStatus calico-windows Degraded: kube-dns service not found")),
 			"the wait carries calico-windows' Degraded message")
-		Expect(on.WR().Status.Message).To(ContainSubstring("kube-dns service not found"))
+		Expect(b.on.WR().Status.Message).To(ContainSubstring("kube-dns service not found"))
 	})
 
 	It("names an overlay written after the preflight while a step waits for what it overrides", func() {
@@ -239,16 +239,16 @@ var _ = Describe("Cluster shapes the Tigera operator would refuse after a change
 		bgp := operatorv1.BGPEnabled
 		overlay := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: "overlay"},
 			Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: &bgp}}}
-		Expect(k8s.Create(ctx, overlay)).To(Succeed())
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+		Expect(b.k8s.Create(ctx, overlay)).To(Succeed())
+		b.on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
 			wr.Spec.ApprovedSteps = []v1alpha1.StepName{v1alpha1.StepEncapsulation, v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}
 		})
-		reconcileUntil(b, func() string { return on.Condition(conditions.Reconciling)().Message }, And(
+		reconcileUntil(b, func() string { return b.on.Condition(conditions.Reconciling)().Message }, And(
 			ContainSubstring("(BGP): waiting for"),
 			ContainSubstring("Installation overlay sets spec.calicoNetwork.bgp: Enabled, which wins over Installation default; remove it from the overlay")))
 
-		Expect(k8s.Delete(ctx, overlay)).To(Succeed())
-		reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseReady), "without the overlay the operator renders default's bgp")
+		Expect(b.k8s.Delete(ctx, overlay)).To(Succeed())
+		reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseReady), "without the overlay the operator renders default's bgp")
 	})
 })
 
@@ -259,12 +259,12 @@ func noObjects() []client.Object { return nil }
 func awaitingApproval() *inlineBed {
 	GinkgoHelper()
 	b := driveInline(calicosim.MainCluster())
-	on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
+	b.on.CreateWR(func(wr *v1alpha1.WindowsReadiness) {
 		wr.Spec.Preflight.SkipNetworkProbe = true
 		wr.Spec.PodNetworkCheck.Disabled = true
 		wr.Spec.RequireApproval = true
 	})
-	reconcileUntil(b, on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
+	reconcileUntil(b, b.on.Phase, Equal(v1alpha1.PhaseAwaitingApproval))
 	return b
 }
 

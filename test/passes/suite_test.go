@@ -29,9 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/winready/winready/controllers"
-	"github.com/winready/winready/test/calicosim"
 	"github.com/winready/winready/test/kit"
-	"github.com/winready/winready/test/kit/look"
 )
 
 func TestPasses(t *testing.T) {
@@ -52,13 +50,6 @@ var (
 	testEnv *envtest.Environment
 	cfg     *rest.Config
 	scheme  *runtime.Scheme
-
-	// The current spec's bed (driveInline): its client, simulator and
-	// probe agents, and the reads of look over its client.
-	k8s    client.Client
-	sim    *calicosim.Simulator
-	agents *calicosim.ProbeAgents
-	on     look.Cluster
 )
 
 var _ = BeforeSuite(func() {

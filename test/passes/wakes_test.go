@@ -172,8 +172,8 @@ func withoutUpdates(ws []controllers.Watch, obj client.Object) []controllers.Wat
 var _ = Describe("Waking winready through the manager's watches", func() {
 	It("lets a deleted WindowsReadiness go only through the watch that passes its deletion", func() {
 		b := driveInline(calicosim.MainCluster())
-		on.CreateWR()
-		reconcileUntil(b, on.Condition(conditions.Ready), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonMigrated))
+		b.on.CreateWR()
+		reconcileUntil(b, b.on.Condition(conditions.Ready), look.HaveStatus(metav1.ConditionTrue, conditions.ReasonMigrated))
 		b.rest(time.Hour)
 		Expect(b.result.RequeueAfter).To(BeZero(), "winready asks for no other look at a Ready cluster")
 
@@ -181,8 +181,8 @@ var _ = Describe("Waking winready through the manager's watches", func() {
 		// deletion: nothing wakes winready to lift its finalizer.
 		b.watches = newWatches(withoutUpdates(controllers.Watches(), &v1alpha1.WindowsReadiness{}))
 		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
-		Expect(k8s.Delete(ctx, wr)).To(Succeed())
-		gone := func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(wr), wr)) }
+		Expect(b.k8s.Delete(ctx, wr)).To(Succeed())
+		gone := func() bool { return apierrors.IsNotFound(b.k8s.Get(ctx, client.ObjectKeyFromObject(wr), wr)) }
 		passes := b.passes
 		failures := InterceptGomegaFailures(func() { reconcileUntil(b, gone, BeTrue(), "winready removes its finalizer") })
 		Expect(failures).To(ConsistOf(ContainSubstring("nothing wakes winready any more")), "the deletion wakes no pass")
@@ -200,8 +200,8 @@ var _ = Describe("Waking winready through the manager's watches", func() {
 		Expect(b.woken()).To(BeFalse(), "at rest")
 		create := func(obj client.Object) {
 			GinkgoHelper()
-			Expect(k8s.Create(ctx, obj)).To(Succeed())
-			DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
+			Expect(b.k8s.Create(ctx, obj)).To(Succeed())
+			DeferCleanup(func() { Expect(client.IgnoreNotFound(b.k8s.Delete(ctx, obj))).To(Succeed()) })
 		}
 		pod := func(name string, labels map[string]string) *corev1.Pod {
 			return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: calico.SystemNamespace, Name: name, Labels: labels},
