@@ -3,10 +3,13 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winready/winready/api/v1alpha1"
+	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/round"
 )
 
@@ -107,13 +110,30 @@ func (k roundStep[P, R]) start(ctx context.Context, s *scope) Outcome {
 // startFailed is the one rule for a start that failed: a refusal that
 // trying again cannot change (an admission policy, a quota, the image),
 // on the permanentAfter-th pass in a row that failed, stops and asks a
-// person; any other failure is retried with the workqueue's backoff.
+// person; any other failure is retried with the workqueue's backoff. A
+// refusal while the object already stops on this round's refused start (a
+// pass after a restart of the manager, whose workqueue counts from zero)
+// stops at once, as a refused write does (concludeError).
 func (k roundStep[P, R]) startFailed(s *scope, err error) Outcome {
-	if attempts := s.failures + 1; permanent(err) && attempts >= permanentAfter {
-		return k.refused(fmt.Sprintf("%s could not be started in %d attempts: %v. Fix what the API server says (%s), then %s",
-			k.what, attempts, err, k.fix, k.rerun))
+	attempts := s.failures + 1
+	if permanent(err) && k.stalledOnStart(s) {
+		attempts = max(attempts, permanentAfter)
+	}
+	if permanent(err) && attempts >= permanentAfter {
+		return k.refused(fmt.Sprintf("%s%s %d attempts: %v. Fix what the API server says (%s), then %s",
+			k.what, notStarted, attempts, err, k.fix, k.rerun))
 	}
 	return failed(fmt.Errorf("%s: %w", k.starting, err))
+}
+
+// notStarted follows the round's name in the stop of a refused start.
+const notStarted = " could not be started in"
+
+// stalledOnStart says whether the object stalled, before this pass, because
+// this round could not be started.
+func (k roundStep[P, R]) stalledOnStart(s *scope) bool {
+	c := meta.FindStatusCondition(s.before.Status.Conditions, conditions.Stalled)
+	return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, k.what+notStarted)
 }
 
 // collect moves the round in st on and, once it is complete, judges it,

@@ -81,6 +81,27 @@ func TestEveryRoundStopsAlikeOnARefusedStart(t *testing.T) {
 				if conditions.EffectOf(o.Reason) != conditions.Stalls {
 					t.Errorf("%s does not stall", o.Reason)
 				}
+
+				// A manager that restarts counts its passes from zero: a
+				// refusal while the object stops on this very refusal stops
+				// at once, as it said; one while it stops for another reason
+				// is tried again.
+				for _, stalled := range []struct {
+					message string
+					stops   bool
+				}{{o.Message, true}, {"preflight failed, nothing was changed: 1 nodes did not report", false}} {
+					wr := wr.DeepCopy()
+					wr.Status.Conditions = []metav1.Condition{{Type: conditions.Stalled, Status: metav1.ConditionTrue,
+						Reason: o.Reason, Message: stalled.message}}
+					s := &scope{wr: wr, before: wr.DeepCopy(), now: b.clock.Now()}
+					again := u.start(context.Background(), s)
+					switch {
+					case stalled.stops && (again.Err != nil || again.Message != o.Message):
+						t.Errorf("after a restart, stalled on the refusal: %+v, want the same stop at once", again)
+					case !stalled.stops && !permanent(again.Err):
+						t.Errorf("after a restart, stalled on %q: %+v, want the refusal retried", stalled.message, again)
+					}
+				}
 			}
 		})
 	}
