@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/metrics"
@@ -190,7 +191,8 @@ func (r *Reconciler) concludeError(ctx context.Context, s *scope, err error) (ct
 	failures := s.failures
 	if permanent(err) && (failures+1 >= permanentAfter || s.alreadyStalled(conditions.ReasonRefusedByAPIServer)) {
 		msg := fmt.Sprintf("the API server refused a write %d times: %v. Fix what it names (winready's RBAC, an admission policy, "+
-			"the object), then edit the WindowsReadiness or annotate it to try again", failures+1, err)
+			"the object), then kubectl winready retry (a new value of annotation %s), or edit the WindowsReadiness", failures+1, err,
+			v1alpha1.RetryAnnotation)
 		r.stall(s, conditions.ReasonRefusedByAPIServer, msg, "")
 		log.FromContext(ctx).Error(err, "refused for good, stalled")
 		return ctrl.Result{}, reconcile.TerminalError(err)

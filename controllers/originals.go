@@ -83,9 +83,9 @@ func (r foreignRecord) reconcile(ctx context.Context, s *scope) Outcome {
 	}
 	msg := fmt.Sprintf("nothing was changed: ConfigMap %s/%s (created %s) was not written by this WindowsReadiness: %s. It holds: %s. "+
 		"If these are the cluster's values from before the first change, add %s to spec.preflight.acknowledge; "+
-		"if not, delete or correct the ConfigMap and annotate the WindowsReadiness",
+		"if not, delete or correct the ConfigMap, then kubectl winready retry (a new value of annotation %s)",
 		r.opts.Namespace, record.Name, rec.Created.UTC().Format(time.RFC3339), who, record.Holds(rec.Originals),
-		v1alpha1.AcknowledgeForeignRecord)
+		v1alpha1.AcknowledgeForeignRecord, v1alpha1.RetryAnnotation)
 	s.set(conditions.OriginalsRecorded, metav1.ConditionFalse, conditions.ReasonForeignRecord, msg)
 	return stop(conditions.ReasonForeignRecord, "%s", msg)
 }

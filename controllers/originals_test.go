@@ -292,6 +292,7 @@ var _ = Describe("The probe round", func() {
 		Expect(on.WR().Status.Message).To(And(
 			ContainSubstring("pod network check before the first change could not be started in 3 attempts"),
 			ContainSubstring("pod network checks are not allowed in this cluster"), ContainSubstring("Fix what the API server says"),
+			ContainSubstring("kubectl winready rerun podcheck"),
 			ContainSubstring("kubectl annotate wr default "+controllers.RerunPodCheckAnnotation)))
 		Expect(on.WR().Status.Preflight.Probe.PassedPairs).To(BeNumerically(">", 0), "the probe before it passed")
 		Expect(look.CalicoWrites(op.writes.Snapshot())).To(BeEmpty(), "nothing was changed")

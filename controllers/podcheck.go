@@ -269,8 +269,12 @@ func (r podCheck) unservedFix() string {
 		"or set spec.podNetworkCheck.disabled", ns, podcheck.Name, ns, podcheck.Name, rerunPodCheckCommand())
 }
 
+// rerunPodCheckCommand is how a person runs a failed pod network check
+// again: the plugin's command, or the annotation it sets for those without
+// the plugin (a GitOps repository, a script).
 func rerunPodCheckCommand() string {
-	return fmt.Sprintf("kubectl annotate wr default %s=$(date +%%s) --overwrite", RerunPodCheckAnnotation)
+	return fmt.Sprintf("kubectl winready rerun podcheck (or kubectl annotate wr default %s=$(date +%%s) --overwrite)",
+		RerunPodCheckAnnotation)
 }
 
 // podCheckFailed stops the migration with the diagnosis of a round worse

@@ -296,7 +296,7 @@ func TestPodCheckStopsWithTheDiagnosis(t *testing.T) {
 			if done || !strings.HasPrefix(msg, ReasonPodNetworkCheckFailed+": pod network check after step Encapsulation: the pod network is worse") {
 				t.Fatalf("done %v, stalled %q", done, msg)
 			}
-			for _, m := range append(tc.mentions, "kubectl annotate wr default winready.io/rerun-podcheck=") {
+			for _, m := range append(tc.mentions, "kubectl winready rerun podcheck", "kubectl annotate wr default winready.io/rerun-podcheck=") {
 				if !strings.Contains(msg, m) {
 					t.Errorf("the message lacks %q", m)
 				}

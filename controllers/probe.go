@@ -132,8 +132,8 @@ func (r probeRound) step(s *scope, token round.Token, inputs string) roundStep[p
 	return roundStep[probe.Params, probe.Result]{r: r.Reconciler, token: token,
 		what: "the UDP 4789 probe", starting: "preflight: starting the UDP 4789 probe",
 		fix: "an admission policy refusing hostNetwork pods, a quota, the probe image",
-		rerun: fmt.Sprintf("annotate %s, or set spec.preflight.skipNetworkProbe if the path was verified another way",
-			RerunPreflightAnnotation),
+		rerun: fmt.Sprintf("kubectl winready rerun preflight (or kubectl annotate wr default %s=$(date +%%s) --overwrite), "+
+			"or set spec.preflight.skipNetworkProbe if the path was verified another way", RerunPreflightAnnotation),
 		reports: "the probe reports are deleted",
 		engine: func(id round.ID, token round.Token) (*probe.Engine, round.Spec[probe.Params]) {
 			return r.engine(s, id, token)

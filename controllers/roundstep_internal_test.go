@@ -55,7 +55,7 @@ func TestEveryRoundStopsAlikeOnARefusedStart(t *testing.T) {
 				return rolloutCanary{}.step(walk{Reconciler: r}, s, phase.Input{}).start(ctx, s)
 			}},
 	}
-	shape := regexp.MustCompile(`agents are not allowed in this cluster\. Fix what the API server says \(.+\), then .*annotate .+`)
+	shape := regexp.MustCompile(`agents are not allowed in this cluster\. Fix what the API server says \(.+\), then kubectl winready rerun (preflight|podcheck) \(or kubectl annotate wr default .+`)
 	for _, u := range users {
 		t.Run(u.name, func(t *testing.T) {
 			for failures := range permanentAfter {
