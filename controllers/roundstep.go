@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/winready/winready/api/v1alpha1"
-	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/round"
 )
 
@@ -115,13 +113,9 @@ func (k roundStep[P, R]) start(ctx context.Context, s *scope) Outcome {
 // pass after a restart of the manager, whose workqueue counts from zero)
 // stops at once, as a refused write does (concludeError).
 func (k roundStep[P, R]) startFailed(s *scope, err error) Outcome {
-	attempts := s.failures + 1
-	if permanent(err) && k.stalledOnStart(s) {
-		attempts = max(attempts, permanentAfter)
-	}
-	if permanent(err) && attempts >= permanentAfter {
+	if attempts := s.failures + 1; permanent(err) && (attempts >= permanentAfter || k.stalledOnStart(s)) {
 		return k.refused(fmt.Sprintf("%s%s %d attempts: %v. Fix what the API server says (%s), then %s",
-			k.what, notStarted, attempts, err, k.fix, k.rerun))
+			k.what, notStarted, max(attempts, permanentAfter), err, k.fix, k.rerun))
 	}
 	return failed(fmt.Errorf("%s: %w", k.starting, err))
 }
@@ -132,8 +126,8 @@ const notStarted = " could not be started in"
 // stalledOnStart says whether the object stalled, before this pass, because
 // this round could not be started.
 func (k roundStep[P, R]) stalledOnStart(s *scope) bool {
-	c := meta.FindStatusCondition(s.before.Status.Conditions, conditions.Stalled)
-	return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, k.what+notStarted)
+	c := s.stalled()
+	return c != nil && strings.Contains(c.Message, k.what+notStarted)
 }
 
 // collect moves the round in st on and, once it is complete, judges it,

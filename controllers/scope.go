@@ -90,10 +90,20 @@ func (s *scope) note(eventType, reason, action, format string, args ...any) {
 	s.events = append(s.events, passEvent{eventType: eventType, reason: reason, action: action, note: eventNote(format, args...)})
 }
 
+// stalled is the Stalled condition of the status as last written, nil
+// unless it stalls.
+func (s *scope) stalled() *metav1.Condition {
+	c := meta.FindStatusCondition(s.before.Status.Conditions, conditions.Stalled)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return nil
+	}
+	return c
+}
+
 // alreadyStalled says whether the status as last written stalls on reason.
 func (s *scope) alreadyStalled(reason string) bool {
-	c := meta.FindStatusCondition(s.before.Status.Conditions, conditions.Stalled)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason
+	c := s.stalled()
+	return c != nil && c.Reason == reason
 }
 
 // conditionOf is the object's condition of type typ, nil when unset.

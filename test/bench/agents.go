@@ -22,13 +22,13 @@ import (
 // arrives.
 
 // runProbeAgent is the UDP probe agent of node n.
-func runProbeAgent(ctx context.Context, c client.WithWatch, _ *appsv1.DaemonSet, n calicosim.Node, net *network) error {
+func runProbeAgent(ctx context.Context, c client.WithWatch, n calicosim.Node, net *network) error {
 	a := round.Agent[probe.Params, probe.Result]{Client: c, Kind: probe.RoundKind, Namespace: probeNamespace, Node: n.Name}
 	return probe.RunRound(ctx, a, net.prober)
 }
 
 // runPodCheckAgent is the pod network check pod of node n.
-func runPodCheckAgent(ctx context.Context, c client.WithWatch, ds *appsv1.DaemonSet, n calicosim.Node, _ *network) error {
+func runPodCheckAgent(ctx context.Context, c client.WithWatch, ds *appsv1.DaemonSet, n calicosim.Node) error {
 	a := round.Agent[podcheck.Params, podcheck.Result]{Client: c, Kind: podcheck.RoundKind, Namespace: probeNamespace, Node: n.Name}
 	id := round.ID(ds.Spec.Template.Annotations[round.RoundAnnotation])
 	ip := netip.MustParseAddr(n.InternalIP).As4()

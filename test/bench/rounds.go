@@ -543,9 +543,9 @@ func (f *fleet) start(ctx context.Context, ds *appsv1.DaemonSet, agents *sync.Wa
 			var err error
 			switch ds.Name {
 			case probeAgents:
-				err = runProbeAgent(ctx, c, ds, n, net)
+				err = runProbeAgent(ctx, c, n, net)
 			case podCheckAgents:
-				err = runPodCheckAgent(ctx, c, ds, n, net)
+				err = runPodCheckAgent(ctx, c, ds, n)
 			}
 			if err != nil && ctx.Err() == nil {
 				fmt.Fprintf(os.Stderr, "bench: %s agent on %s: %v\n", ds.Name, n.Name, err)

@@ -123,21 +123,23 @@ func (a *ProbeAgents) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Resul
 	return ctrl.Result{}, a.Play(ctx, a.client, a.reader)
 }
 
-// windows is each agent's window, from the time it came up, and the agents
-// that came up too late to probe.
-func (a *ProbeAgents) windows(plans []round.Plan[probe.Params]) (map[netip.Addr][3]time.Time, map[string]error) {
+// up is when the agent of plan p comes up: at its round's start, or as late
+// as a test made it.
+func (a *ProbeAgents) up(p round.Plan[probe.Params]) time.Time { return p.Start.Add(a.late[p.Node]) }
+
+// windows is the window of each agent that came up in time to probe, from
+// the time it came up.
+func (a *ProbeAgents) windows(plans []round.Plan[probe.Params]) map[netip.Addr][3]time.Time {
 	windows := map[netip.Addr][3]time.Time{}
-	tooLate := map[string]error{}
 	for _, p := range plans {
-		up := p.Start.Add(a.late[p.Node])
+		up := a.up(p)
 		if _, _, err := p.Window(up, probe.LeastWindow); err != nil {
-			tooLate[p.Node] = err
 			continue
 		}
 		from, sendUntil, end := probe.Window(probe.AgentConfig{Start: p.Start, End: p.End}, up)
 		windows[p.Addr] = [3]time.Time{from, sendUntil, end}
 	}
-	return windows, tooLate
+	return windows
 }
 
 // Play runs, once, the agents of the round the DaemonSet runs: winready's
@@ -172,7 +174,7 @@ func (a *ProbeAgents) Play(ctx context.Context, w client.Client, r client.Reader
 			continue
 		}
 		agent := round.Agent[probe.Params, probe.Result]{Client: agentClient{WithWatch: asWatcher(w), reader: reads}, Kind: probe.RoundKind,
-			Namespace: a.Namespace, Node: p.Node, Clock: clocktesting.NewFakePassiveClock(p.Start.Add(a.late[p.Node]))}
+			Namespace: a.Namespace, Node: p.Node, Clock: clocktesting.NewFakePassiveClock(a.up(p))}
 		if a.writers != nil {
 			agent.Client = asWatcher(a.writers(p.Node))
 		}
@@ -188,7 +190,7 @@ func (a *ProbeAgents) Play(ctx context.Context, w client.Client, r client.Reader
 // hears, from when every agent came up (probe.Window), the silent ones
 // sending nothing, the blocked probes lost.
 func (a *ProbeAgents) network(plans []round.Plan[probe.Params]) probe.Network {
-	windows, _ := a.windows(plans)
+	windows := a.windows(plans)
 	received := map[netip.Addr][]netip.Addr{}
 	for _, p := range plans {
 		sender, ok := windows[p.Addr]
