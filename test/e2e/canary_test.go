@@ -24,8 +24,10 @@ import (
 // The canary against the real Tigera operator and DaemonSet controller:
 // which nodes run the new calico-node is read from the pods the DaemonSet
 // controller labels, and the pace is what calico-node's DaemonSet gets. No
-// pod runs on kwok nodes, so on the real backend the pod network check's
-// pods are played in this process (calicosim.PodChecks writes their
+// pod runs on kwok nodes, so on the real backend the UDP probe's agents and
+// the pod network check's pods are played in this process
+// (calicosim.ProbeAgents runs winready's own probe.RunRound over a simulated
+// network, calicosim.PodChecks plays the check pods; both write their
 // reports through the API server, as on the simulator's backend).
 var _ = Describe("The canary inside calico-node's rollout, on the Tigera operator", Label("core"), Ordered, func() {
 	const nodes = 6
@@ -44,7 +46,7 @@ var _ = Describe("The canary inside calico-node's rollout, on the Tigera operato
 			}
 		})
 		if _, ok := calicoBackend.(*realBackend); ok {
-			playCheckPods()
+			playRoundAgents()
 		}
 		Eventually(atRest).WithTimeout(5*time.Minute).Should(Succeed(), "calico-node on the paced nodes, rolled out")
 	})
@@ -54,12 +56,17 @@ var _ = Describe("The canary inside calico-node's rollout, on the Tigera operato
 		from := templateGeneration()
 		quarter := intstr.FromString("25%")
 		wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name},
-			Spec: v1alpha1.WindowsReadinessSpec{Preflight: v1alpha1.PreflightSpec{SkipNetworkProbe: skipProbe()},
+			Spec: v1alpha1.WindowsReadinessSpec{
 				Rollout: v1alpha1.RolloutSpec{MaxUnavailable: &quarter, Canary: ptr.To(intstr.FromInt32(2))}}}
 		Expect(k8s.Create(ctx, wr)).To(Succeed())
 		DeferCleanup(leaveAsFound)
 		Eventually(on.Phase).WithTimeout(5*time.Minute).Should(Equal(v1alpha1.PhaseReady), why)
 
+		probe := on.WR().Status.Preflight.Probe
+		Expect(probe).NotTo(BeNil())
+		GinkgoWriter.Printf("probe: %d nodes, %d pairs passed\n", probe.Nodes, probe.PassedPairs)
+		Expect(probe.Nodes).To(BeNumerically(">=", nodes))
+		Expect(probe.PassedPairs).To(BeEquivalentTo(probe.Nodes*(probe.Nodes-1)), "every node heard every other: %+v", probe)
 		c := on.WR().Status.Canary
 		Expect(c).NotTo(BeNil())
 		Expect(c.State).To(Equal(v1alpha1.CanaryPassed))
@@ -77,13 +84,13 @@ var _ = Describe("The canary inside calico-node's rollout, on the Tigera operato
 	})
 })
 
-// playCheckPods plays the pod network check's pods on the real backend's
-// kwok nodes, until the container's specs end.
-func playCheckPods() {
+// playRoundAgents plays the UDP probe's agents and the pod network check's
+// pods on the real backend's kwok nodes, until the container's specs end.
+func playRoundAgents() {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Logger: GinkgoLogr, Metrics: metricsserver.Options{BindAddress: "0"}})
 	Expect(err).NotTo(HaveOccurred())
-	pods := calicosim.NewPodChecks(round.DefaultNamespace)
-	Expect(pods.SetupWithManager(mgr)).To(Succeed())
+	Expect(calicosim.NewProbeAgents(round.DefaultNamespace).SetupWithManager(mgr)).To(Succeed())
+	Expect(calicosim.NewPodChecks(round.DefaultNamespace).SetupWithManager(mgr)).To(Succeed())
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -27,7 +27,8 @@ const kwokAnnotation = "kwok.x-k8s.io/node"
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
 // skipProbe: the probe agents need a real node network; kwok's nodes have
-// none, and the simulator's agents answer only in the simulator backend.
+// none, and on the real backend only the canary scenario plays the agents in
+// the test process (playRoundAgents).
 func skipProbe() bool { return os.Getenv("E2E_BACKEND") == "real" }
 
 // createPausedWR creates the WindowsReadiness paused: the preflight runs, no
