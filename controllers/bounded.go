@@ -45,3 +45,11 @@ func boundStatus(st *v1alpha1.WindowsReadinessStatus) {
 func eventNote(note string, args ...any) string {
 	return bounded(sprintf(note, args...))
 }
+
+// sprintf formats a message; a message without arguments is taken as it is.
+func sprintf(format string, args ...any) string {
+	if len(args) == 0 {
+		return format
+	}
+	return fmt.Sprintf(format, args...)
+}

@@ -9,8 +9,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	extensionsv1beta1 "k8s.io/api/extensions/v1beta1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,22 +18,6 @@ import (
 	"github.com/winready/winready/internal/phase"
 	"github.com/winready/winready/internal/podcheck"
 	"github.com/winready/winready/internal/round"
-	"github.com/winready/winready/internal/windows"
-)
-
-// The canary's labels on calico-node and its pods: the DaemonSet
-// controller labels each pod with the template generation it was made
-// from, which the API server keeps in the DaemonSet's annotation and raises
-// with every change of the template (and only then). A pod whose label is
-// the DaemonSet's runs the current calico-node: one of the two tests the
-// DaemonSet controller itself makes of a pod being up to date.
-const (
-	templateGenerationAnnotation = appsv1.DeprecatedTemplateGeneration
-	templateGenerationLabel      = extensionsv1beta1.DaemonSetTemplateGenerationKey
-	// CalicoNodePodLabel and CalicoNodePodLabelValue select calico-node's
-	// pods, as windows.PodLabel selects calico-node-windows's.
-	CalicoNodePodLabel      = windows.PodLabel
-	CalicoNodePodLabelValue = calico.NodeDaemonSet
 )
 
 // CanaryTrigger is the trigger of the canary's pod network check round.
@@ -50,12 +32,6 @@ const CanaryTrigger = "Canary"
 // it are taken back (revert.go) and the migration stops (policy.go,
 // canaryBlocked).
 type rolloutCanary struct{}
-
-// rolling is a rider that also acts while a step's write rolls out, before
-// the step has settled.
-type rolling interface {
-	rolling(ctx context.Context, w walk, s *scope, t *stepTurn) Outcome
-}
 
 func (rolloutCanary) join(s *scope, t *stepTurn) {
 	if !rerendersNode(t) {
@@ -370,15 +346,6 @@ func updatedNodes(ctx context.Context, c client.Reader, gen int64) ([]string, er
 	return slices.Compact(out), nil
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // canaryRevertDue names the steps whose changes a failed canary of a
 // migration takes back, in the order a rollback takes them: a revert not
 // made yet.
@@ -431,22 +398,4 @@ func canaryBlocked(s *scope, step v1alpha1.StepName) Outcome {
 		return done()
 	}
 	return canaryFailed(s)
-}
-
-// calicoNodePodOnly keeps of a calico-node pod what the canary reads: its
-// name, labels, node, deletion and readiness. The cache holds one for every
-// Linux node. Other pods (calico-node-windows) are kept whole.
-func calicoNodePodOnly(p *corev1.Pod) *corev1.Pod {
-	if p.Labels[CalicoNodePodLabel] != CalicoNodePodLabelValue {
-		return p
-	}
-	kept := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID,
-		ResourceVersion: p.ResourceVersion, Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
-		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			kept.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
-		}
-	}
-	return kept
 }

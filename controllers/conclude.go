@@ -176,11 +176,6 @@ func operatorSays(s *scope, msg string) string {
 	return strings.Join(parts, "; ")
 }
 
-// permanentAfter is how many times in a row a refused write is tried before
-// winready stops and asks a person: a refusal can be the moment an admission
-// policy or a role is being rolled out.
-const permanentAfter = 3
-
 // concludeError reports a failed read or write. A transient failure is
 // weather, not a verdict: the object keeps Reconciling, the status says what
 // failed and when the next try is, and the error goes to the workqueue's rate
@@ -224,18 +219,6 @@ const lostRaceRetry = 10 * time.Millisecond
 // server answers 422 Invalid), or an optimistic lock's 409 Conflict.
 func lostRace(err error) bool {
 	return errors.Is(err, calico.ErrGuardFailed) || apierrors.IsConflict(err)
-}
-
-// permanent says whether the API server refused a request in a way that
-// trying again cannot change.
-func permanent(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return false
-	}
-	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
-		apierrors.IsMethodNotSupported(err) || apierrors.IsNotAcceptable(err) || apierrors.IsUnsupportedMediaType(err) ||
-		apierrors.IsRequestEntityTooLargeError(err)
 }
 
 // recordEvents records the Events of the pass.

@@ -158,8 +158,3 @@ func targetsDigests(s *scope, endpoint *corev1.ConfigMap) (spec, cluster string,
 	cluster, err = digestOf(held)
 	return spec, cluster, err
 }
-
-// probeDigest digests the spec fields a probe round runs with.
-func probeDigest(s *scope) (string, error) {
-	return digestOf([]any{slices.Sorted(slices.Values(s.wr.Spec.Preflight.ExtraTargets)), probeTimeout(s).String()})
-}

@@ -7,14 +7,14 @@ import (
 	"github.com/winready/winready/internal/phase"
 )
 
-// migration moves the cluster forward. Before the first change it runs the
+// migrationDirection moves the cluster forward. Before the first change it runs the
 // preflight, the UDP 4789 probe and the pod network check; it resolves the
 // values to write and records the originals before the first change, so
 // that a crash can never lose them; then it walks the steps, and once they
 // are all done it follows the Windows nodes as they join.
-type migration struct{ *Reconciler }
+type migrationDirection struct{ *Reconciler }
 
-func (r migration) reconcile(ctx context.Context, s *scope) Outcome {
+func (r migrationDirection) reconcile(ctx context.Context, s *scope) Outcome {
 	steps := phase.Steps()
 	return sequence(ctx, s,
 		foreignRecord{r.Reconciler},

@@ -8,12 +8,12 @@ import (
 	"github.com/winready/winready/internal/calico"
 )
 
-// observe reads, once per pass, what every later sub-reconciler decides
+// observeCalico reads, once per pass, what every later sub-reconciler decides
 // from: the Windows nodes and the Tigera operator's health, both from the
 // manager's cache.
-type observe struct{ *Reconciler }
+type observeCalico struct{ *Reconciler }
 
-func (r observe) reconcile(ctx context.Context, s *scope) Outcome {
+func (r observeCalico) reconcile(ctx context.Context, s *scope) Outcome {
 	// From the cache (Nodes as metadata): this runs on every pass. A
 	// rollback looks again past the cache right before each of its writes
 	// (walk.mayChangeNow), where a node that registered a moment ago counts.
@@ -34,7 +34,7 @@ func (r observe) reconcile(ctx context.Context, s *scope) Outcome {
 // remembers the first Degraded one for calicoBlocked and for CalicoHealthy
 // (writeCalicoHealthy, at the end of the pass), and every Degraded one for
 // the message of a wait.
-func (r observe) observeCalicoHealth(ctx context.Context, s *scope) error {
+func (r observeCalico) observeCalicoHealth(ctx context.Context, s *scope) error {
 	overlay, err := calico.GetOverlay(ctx, r.Client)
 	if err != nil {
 		return err

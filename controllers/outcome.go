@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/conditions"
@@ -85,10 +87,19 @@ type subFunc func(ctx context.Context, s *scope) Outcome
 
 func (f subFunc) reconcile(ctx context.Context, s *scope) Outcome { return f(ctx, s) }
 
-// sprintf formats a message; a message without arguments is taken as it is.
-func sprintf(format string, args ...any) string {
-	if len(args) == 0 {
-		return format
+// permanentAfter is how many times in a row a refused write is tried before
+// winready stops and asks a person: a refusal can be the moment an admission
+// policy or a role is being rolled out.
+const permanentAfter = 3
+
+// permanent says whether the API server refused a request in a way that
+// trying again cannot change.
+func permanent(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
 	}
-	return fmt.Sprintf(format, args...)
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsMethodNotSupported(err) || apierrors.IsNotAcceptable(err) || apierrors.IsUnsupportedMediaType(err) ||
+		apierrors.IsRequestEntityTooLargeError(err)
 }

@@ -22,5 +22,5 @@ func (r pausedBeforeChange) reconcile(ctx context.Context, s *scope) Outcome {
 		return failed(err)
 	}
 	o := stop(conditions.ReasonPaused, "paused before the UDP 4789 probe and the first change; set spec.paused: false to continue")
-	return at(o, r.steps[0].Name(), 1, len(r.steps))
+	return atStep(o, r.steps[0].Name(), 1, len(r.steps))
 }

@@ -127,10 +127,10 @@ func mark(n, desired int32) int64 {
 	return int64(n) * progressMarks / int64(desired)
 }
 
-// deleted passes the update that marks an object for deletion, which a
+// deletesOnly passes the update that marks an object for deletion, which a
 // WindowsReadiness with winready's finalizer waits on (claims.go); the API
 // server moves its generation too, and this says so whatever it does.
-func deleted() predicate.Predicate {
+func deletesOnly() predicate.Predicate {
 	return updatesWhen(func(e event.UpdateEvent) bool {
 		return e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil
 	})

@@ -124,3 +124,6 @@ func summarize(checks []v1alpha1.PreflightCheck) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// RerunPreflightAnnotation asks for a new preflight: any new value does.
+const RerunPreflightAnnotation = v1alpha1.RerunPreflightAnnotation

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,9 +17,6 @@ import (
 	"github.com/winready/winready/internal/probe"
 	"github.com/winready/winready/internal/round"
 )
-
-// RerunPreflightAnnotation asks for a new preflight: any new value does.
-const RerunPreflightAnnotation = v1alpha1.RerunPreflightAnnotation
 
 // DefaultProbeTimeout matches the CRD default of spec.preflight.probeTimeout.
 const DefaultProbeTimeout = 30 * time.Second
@@ -243,4 +241,9 @@ func probeMessage(st *v1alpha1.ProbeStatus) string {
 			st.MissingReports, strings.Join(detail, ", ")))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// probeDigest digests the spec fields a probe round runs with.
+func probeDigest(s *scope) (string, error) {
+	return digestOf([]any{slices.Sorted(slices.Values(s.wr.Spec.Preflight.ExtraTargets)), probeTimeout(s).String()})
 }

@@ -6,11 +6,22 @@
 // outcome into the conditions, the Events and the result; the status is
 // written once, at the end of the pass, plus the named checkpoints where a
 // record must be durable before the pass goes on.
+//
+// The files depend one way, each on files below it only (make lint checks
+// it with hack/filegraph): at the bottom the vocabulary (scope.go,
+// outcome.go, seen.go, stepkinds.go, calicopods.go) and the Reconciler with
+// its Options (reconciler.go); above them the reads and the rounds
+// (freshness.go, digest.go, roundstep.go), a step's turn (turn.go) and the
+// riders (rolloutspeed.go, hold.go, podcheck.go, canary.go); then the walk
+// (walk.go, its stages; riders.go, the riders in order), the directions
+// (migration.go, rollback.go) and, on top, a pass (pass.go) and the wiring
+// (setup.go).
 package controllers
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,13 +30,12 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/winready/winready/api/v1alpha1"
-	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/metrics"
+	"github.com/winready/winready/internal/phase"
 	"github.com/winready/winready/internal/preflight"
+	"github.com/winready/winready/internal/round"
 )
 
 // Reconciler migrates the cluster to Windows-ready mode and back. Setup
@@ -48,82 +58,6 @@ type Reconciler struct {
 	wakes wakes
 	// seen keeps the newest WindowsReadiness and record this manager knows.
 	seen seen
-}
-
-// Reconcile runs one pass of the migration or rollback and writes the status.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
-	r.wakes.passBegins()
-	defer func() { r.wakes.passEnds(result, err) }()
-	wr, fresh, err := r.readWindowsReadiness(ctx, req.NamespacedName)
-	switch {
-	case stopping(ctx):
-		return ctrl.Result{}, nil
-	case apierrors.IsNotFound(err):
-		// Gone without its finalizer (an earlier winready's, or removed by
-		// hand) while it held calico-node: nothing is left to follow the
-		// hold, so it ends now where admission lets it.
-		return ctrl.Result{}, r.releaseOrphanedHold(ctx)
-	case err != nil:
-		return ctrl.Result{}, err
-	}
-	if wr.Name != v1alpha1.Name {
-		// The CRD admits no other name; nothing to do for objects from before that rule.
-		return ctrl.Result{}, nil
-	}
-	if !wr.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.release(ctx, wr)
-	}
-	if err := r.claim(ctx, wr); err != nil {
-		return ctrl.Result{}, err
-	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("phase", wr.Status.Phase, "generation", wr.Generation))
-	s := &scope{wr: wr, before: wr.DeepCopy(), fresh: fresh, now: r.Clock.Now()}
-	if r.limiter != nil {
-		s.failures = r.limiter.NumRequeues(req)
-	}
-	o := r.pass(ctx, s)
-	if stopping(ctx) {
-		return ctrl.Result{}, nil
-	}
-	result, err = r.conclude(ctx, s, o)
-	// Every pass read this generation and wrote the conditions for it: the
-	// Kubernetes convention, which kstatus, Flux and Argo CD read as "seen".
-	wr.Status.ObservedGeneration = wr.Generation
-	perr := r.persist(ctx, s)
-	switch {
-	case stopping(ctx):
-		return ctrl.Result{}, nil
-	case perr != nil:
-		// The status could not be written: the error goes to the controller's
-		// own backoff and the log, the only places left.
-		return ctrl.Result{}, perr
-	}
-	return result, err
-}
-
-// stopping says whether the manager is stopping: what the pass did is then
-// dropped, and the next manager starts from the cluster.
-func stopping(ctx context.Context) bool { return ctx.Err() != nil }
-
-// pass reads Installation default and runs the sub-reconcilers of the
-// direction the spec asks for.
-func (r *Reconciler) pass(ctx context.Context, s *scope) Outcome {
-	inst, err := calico.GetInstallation(ctx, r.Client)
-	if err != nil {
-		return failed(err)
-	}
-	if inst == nil {
-		return stop(conditions.ReasonInstallationNotFound,
-			"Installation default not found: winready migrates a Calico cluster installed by the Tigera operator; install Calico with the Tigera operator first")
-	}
-	s.inst = inst
-	var direction subReconciler = migration{r}
-	if s.wr.Spec.Direction == v1alpha1.DirectionRollback {
-		direction = rollback{r}
-	}
-	o := sequence(ctx, s, observe{r}, readRecord{r}, holdRelease{r}, direction)
-	writeCalicoHealthy(s)
-	return o
 }
 
 // persist writes the status when it changed: once at the end of a pass, and
@@ -157,4 +91,72 @@ func (r *Reconciler) checkpoint(ctx context.Context, s *scope, why string) error
 		return fmt.Errorf("saving the status before %s: %w", why, err)
 	}
 	return nil
+}
+
+// FieldOwner is winready's field manager name in managedFields.
+const FieldOwner = "winready"
+
+// Defaults of the Options a caller leaves at zero.
+const (
+	// DefaultPreflightRetry is how often a failed preflight is looked at again
+	// when neither the spec nor a watched object changes.
+	DefaultPreflightRetry = 5 * time.Minute
+	// DefaultRetryBase and DefaultRetryMax bound the workqueue's backoff after
+	// a failed read or write: doubling from the base, capped at the maximum.
+	DefaultRetryBase = 500 * time.Millisecond
+	DefaultRetryMax  = time.Minute
+)
+
+// Options are the settings of the reconciler. main.go, the test kit and the
+// suites all pass theirs to Setup.
+type Options struct {
+	// Namespace is the operator's namespace, where the originals are recorded.
+	Namespace string
+	// ProbeNamespace is where the node rounds run (config/probe);
+	// round.DefaultNamespace when empty.
+	ProbeNamespace string
+	// ProbeImage is the image of the probe agents: the operator's own.
+	ProbeImage string
+	// Clock is the real clock when nil.
+	Clock clock.PassiveClock
+	// PreflightRetry, RetryBase and RetryMax override the defaults (tests
+	// shorten them).
+	PreflightRetry time.Duration
+	RetryBase      time.Duration
+	RetryMax       time.Duration
+}
+
+// withDefaults fills what o leaves at zero.
+func (o Options) withDefaults() Options {
+	set := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	set(&o.PreflightRetry, DefaultPreflightRetry)
+	set(&o.RetryBase, DefaultRetryBase)
+	set(&o.RetryMax, DefaultRetryMax)
+	if o.ProbeNamespace == "" {
+		o.ProbeNamespace = round.DefaultNamespace
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
+
+// backoff is the wait the workqueue's rate limiter puts before the next try
+// after failures failed tries in a row: what ItemExponentialFailureRateLimiter
+// computes, so that the status can say when that is.
+func (o Options) backoff(failures int) time.Duration {
+	d := o.RetryBase
+	for i := 0; i < failures && d < o.RetryMax; i++ {
+		d *= 2
+	}
+	return min(d, o.RetryMax)
+}
+
+// readers are where the steps read: the cache, and the API server past it.
+func (r *Reconciler) readers() phase.Readers {
+	return phase.Readers{Cache: r.Client, API: r.APIReader}
 }

@@ -27,9 +27,14 @@ type rider interface {
 	plan(s *scope, in phase.Input, plan []v1alpha1.PlannedChange) []v1alpha1.PlannedChange
 }
 
-// A rider that also implements rolling (canary.go) is called while the
-// step's write rolls out, before the step has settled; an outcome that is
-// not done takes the place of the step's own wait.
+// rollingRider is a rider that also acts while a step's write rolls out, before
+// the step has settled.
+type rollingRider interface {
+	rolling(ctx context.Context, w walk, s *scope, t *stepTurn) Outcome
+}
 
-// riders ride along with every step, in this order at each point.
+// riders ride along with every step, in this order at each point. A rider
+// that also implements rollingRider (the canary) is called while the step's write
+// rolls out, before the step has settled; an outcome that is not done takes
+// the place of the step's own wait.
 var riders = []rider{rolloutSpeed{}, rolloutCanary{}, calicoNodeHold{}, podNetworkCheck{}}

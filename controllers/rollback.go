@@ -9,12 +9,12 @@ import (
 	"github.com/winready/winready/internal/phase"
 )
 
-// rollback runs the steps backwards and restores the recorded originals. It
+// rollbackDirection runs the steps backwards and restores the recorded originals. It
 // is refused while any Windows node exists: such a node does not work with
 // BGP and cross-subnet VXLAN.
-type rollback struct{ *Reconciler }
+type rollbackDirection struct{ *Reconciler }
 
-func (r rollback) reconcile(ctx context.Context, s *scope) Outcome {
+func (r rollbackDirection) reconcile(ctx context.Context, s *scope) Outcome {
 	steps := slices.Clone(phase.Steps())
 	slices.Reverse(steps)
 	return sequence(ctx, s,

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,9 +28,6 @@ import (
 	"github.com/winready/winready/internal/round"
 	"github.com/winready/winready/internal/windows"
 )
-
-// FieldOwner is winready's field manager name in managedFields.
-const FieldOwner = "winready"
 
 // NewScheme registers winready's API and every type the reconciler reads.
 func NewScheme() (*runtime.Scheme, error) {
@@ -74,66 +69,6 @@ func CacheOptions(probeNamespace string) cache.Options {
 			}},
 		},
 	}
-}
-
-// Defaults of the Options a caller leaves at zero.
-const (
-	// DefaultPreflightRetry is how often a failed preflight is looked at again
-	// when neither the spec nor a watched object changes.
-	DefaultPreflightRetry = 5 * time.Minute
-	// DefaultRetryBase and DefaultRetryMax bound the workqueue's backoff after
-	// a failed read or write: doubling from the base, capped at the maximum.
-	DefaultRetryBase = 500 * time.Millisecond
-	DefaultRetryMax  = time.Minute
-)
-
-// Options are the settings of the reconciler. main.go, the test kit and the
-// suites all pass theirs to Setup.
-type Options struct {
-	// Namespace is the operator's namespace, where the originals are recorded.
-	Namespace string
-	// ProbeNamespace is where the node rounds run (config/probe);
-	// round.DefaultNamespace when empty.
-	ProbeNamespace string
-	// ProbeImage is the image of the probe agents: the operator's own.
-	ProbeImage string
-	// Clock is the real clock when nil.
-	Clock clock.PassiveClock
-	// PreflightRetry, RetryBase and RetryMax override the defaults (tests
-	// shorten them).
-	PreflightRetry time.Duration
-	RetryBase      time.Duration
-	RetryMax       time.Duration
-}
-
-// withDefaults fills what o leaves at zero.
-func (o Options) withDefaults() Options {
-	set := func(d *time.Duration, def time.Duration) {
-		if *d <= 0 {
-			*d = def
-		}
-	}
-	set(&o.PreflightRetry, DefaultPreflightRetry)
-	set(&o.RetryBase, DefaultRetryBase)
-	set(&o.RetryMax, DefaultRetryMax)
-	if o.ProbeNamespace == "" {
-		o.ProbeNamespace = round.DefaultNamespace
-	}
-	if o.Clock == nil {
-		o.Clock = clock.RealClock{}
-	}
-	return o
-}
-
-// backoff is the wait the workqueue's rate limiter puts before the next try
-// after failures failed tries in a row: what ItemExponentialFailureRateLimiter
-// computes, so that the status can say when that is.
-func (o Options) backoff(failures int) time.Duration {
-	d := o.RetryBase
-	for i := 0; i < failures && d < o.RetryMax; i++ {
-		d *= 2
-	}
-	return min(d, o.RetryMax)
 }
 
 // Setup builds the reconciler for a manager made with NewScheme and

@@ -14,7 +14,6 @@ import (
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/detect"
-	"github.com/winready/winready/internal/phase"
 )
 
 // targets decides the values the migration writes: the spec's overrides,
@@ -111,11 +110,4 @@ func (r targets) proveAPIServer(ctx context.Context, s *scope, t *v1alpha1.Targe
 		return "", stop(conditions.ReasonAPIServerAddressUnproven, "%s", msg)
 	}
 	return "; its TLS certificate is verified against the cluster CA", done()
-}
-
-func targetsOf(t *v1alpha1.Targets) phase.Targets {
-	if t == nil {
-		return phase.Targets{}
-	}
-	return phase.Targets{ServiceCIDRs: t.ServiceCIDRs, Host: t.APIServerHost, Port: t.APIServerPort}
 }

@@ -3,31 +3,14 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/internal/calico"
-	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/phase"
 )
-
-// mayChange says why the next change of a step may not be made now; a done
-// outcome when it may. It decides from the scope alone, so that a batch can
-// ask it about later steps without side effects.
-type mayChange func(s *scope, step v1alpha1.StepName) Outcome
-
-// walk runs the steps in order toward dir. Each step reads the cluster and
-// lists its changes; a step with changes due makes them unless allowed says
-// why not. It is done once every step has settled.
-type walk struct {
-	*Reconciler
-	steps   []phase.Step
-	dir     v1alpha1.Direction
-	allowed mayChange
-}
 
 func (w walk) reconcile(ctx context.Context, s *scope) Outcome {
 	in := input(s, w.dir)
@@ -40,49 +23,22 @@ func (w walk) reconcile(ctx context.Context, s *scope) Outcome {
 		}
 		logger := log.FromContext(ctx).WithValues("step", step.Name(), "index", n, "direction", w.dir)
 		if o := w.walkStep(log.IntoContext(ctx, logger), s, in, step, w.steps[i+1:]); !o.Done() {
-			return at(o, step.Name(), n, total)
+			return atStep(o, step.Name(), n, total)
 		}
 		s.steps().finish(step.Name(), w.dir)
 	}
 	return done()
 }
 
-// at places a step's outcome in the walk: its message names the step and
+// atStep places a step's outcome in the walk: its message names the step and
 // where it stands, and a wait for Calico counts against that step's deadline.
-func at(o Outcome, step v1alpha1.StepName, n, total int) Outcome {
+func atStep(o Outcome, step v1alpha1.StepName, n, total int) Outcome {
 	if o.Err != nil || o.Step == step {
 		return o
 	}
 	o.Step = step
 	o.Message = fmt.Sprintf("step %d/%d (%s): %s", n, total, step, o.Message)
 	return o
-}
-
-// waitingFor is a step waiting for Calico to apply what is written.
-func waitingFor(what string) Outcome {
-	return Outcome{Reason: conditions.ReasonWaitingForCalico, Message: "waiting for " + what}
-}
-
-// input is what the steps decide from, toward dir: the cluster as read from
-// the Installation on, the targets and the originals recorded so far.
-func input(s *scope, dir v1alpha1.Direction) phase.Input {
-	return phase.Input{Cluster: &calico.Cluster{Installation: s.inst, Overlay: s.calico.overlay, Health: maps.Clone(s.calico.read)},
-		Originals: s.wr.Status.Originals, Targets: targetsOf(s.wr.Status.Targets), Direction: dir}
-}
-
-// stepTurn is one step's turn in a pass: what its stages share.
-type stepTurn struct {
-	step phase.Step
-	in   phase.Input
-	// rest are the steps after it, which a batch may join.
-	rest []phase.Step
-	// changes are the step's diff; due are those the write makes.
-	changes, due []calico.Change
-	// batch is the write: the due changes, the later steps' joined and what
-	// the riders add.
-	batch batched
-	// ended ends the turn, done, before the stages that follow.
-	ended bool
 }
 
 // stage is one point of a step's turn; an outcome that is not done ends the
@@ -173,7 +129,7 @@ func (w walk) gather(ctx context.Context, s *scope, t *stepTurn) Outcome {
 	if len(t.due) == 0 {
 		return done()
 	}
-	b, err := w.batch(ctx, s, t.in, t.step, t.rest, t.due)
+	b, err := w.batchFor(ctx, s, t.in, t.step, t.rest, t.due)
 	if err != nil {
 		return failed(err)
 	}
@@ -200,14 +156,14 @@ func (w walk) write(ctx context.Context, s *scope, t *stepTurn) Outcome {
 	if len(t.due) == 0 {
 		return done()
 	}
-	return w.change(ctx, s, t.in, t.step, t.batch)
+	return w.writeBatch(ctx, s, t.in, t.step, t.batch)
 }
 
 func (w walk) settle(ctx context.Context, s *scope, t *stepTurn) Outcome {
 	if ok, why := t.step.Settled(t.in); !ok {
 		s.steps().start(t.step.Name(), t.in.Direction)
 		for _, r := range riders {
-			if r, ok := r.(rolling); ok {
+			if r, ok := r.(rollingRider); ok {
 				if o := r.rolling(ctx, w, s, t); !o.Done() {
 					return o
 				}
@@ -254,9 +210,9 @@ func (w walk) mayChangeNow(ctx context.Context, s *scope, name v1alpha1.StepName
 	return windowsNodesJoined(s, dir)
 }
 
-// change makes the changes that are due and reads the step again; it returns
+// writeBatch makes the changes that are due and reads the step again; it returns
 // an outcome when the step cannot go on in this pass.
-func (w walk) change(ctx context.Context, s *scope, in phase.Input, step phase.Step, b batched) Outcome {
+func (w walk) writeBatch(ctx context.Context, s *scope, in phase.Input, step phase.Step, b batched) Outcome {
 	name := step.Name()
 	s.steps().start(name, in.Direction)
 	log.FromContext(ctx).Info("changing the cluster", "changes", len(b.changes), "with", b.steps)
@@ -280,20 +236,14 @@ func (w walk) change(ctx context.Context, s *scope, in phase.Input, step phase.S
 	return done()
 }
 
-// batched are the changes one write makes, and the later steps they include.
-type batched struct {
-	changes []calico.Change
-	steps   []v1alpha1.StepName
-}
-
-// batch adds to a step's due changes those of the later batchable steps, so
+// batchFor adds to a step's due changes those of the later batchable steps, so
 // that the Tigera operator renders them in one reconcile and calico-node
 // rolls out once: the write goes under a hold of calico-node when it spans
 // the Installation and the services-endpoint ConfigMap (hold.go). A later
 // step whose change may not be made now (approval, a gate, Calico unhealthy)
 // is left to its own turn with every step after it, as is every step under
 // spec.rollout.conservative.
-func (w walk) batch(ctx context.Context, s *scope, in phase.Input, step phase.Step, rest []phase.Step, due []calico.Change) (batched, error) {
+func (w walk) batchFor(ctx context.Context, s *scope, in phase.Input, step phase.Step, rest []phase.Step, due []calico.Change) (batched, error) {
 	b := batched{changes: due}
 	if slices.Contains(batchable, step.Name()) && !s.wr.Spec.Rollout.Conservative {
 		for _, other := range rest {
@@ -328,8 +278,4 @@ func (w walk) batch(ctx context.Context, s *scope, in phase.Input, step phase.St
 		}
 	}
 	return b, nil
-}
-
-func (r *Reconciler) readers() phase.Readers {
-	return phase.Readers{Cache: r.Client, API: r.APIReader}
 }

@@ -30,7 +30,7 @@ type Watch struct {
 func Watches() []Watch {
 	return []Watch{
 		{Object: &v1alpha1.WindowsReadiness{},
-			Predicate: predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleted(),
+			Predicate: predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletesOnly(),
 				foreignRecordCleared())},
 		{Object: &operatorv1.Installation{}, Predicate: installationChanged()},
 		{Object: &operatorv1.TigeraStatus{}, Predicate: tigeraStatusChanged()},
