@@ -48,9 +48,10 @@ vet: ## Run go vet.
 GOLANGCI_LINT := go tool -modfile=$(CURDIR)/hack/tools/go.mod golangci-lint
 
 .PHONY: lint
-lint: ## Run golangci-lint (.golangci.yml) on the main module.
+lint: ## Run golangci-lint (.golangci.yml) on the main module; check that the controllers' files depend one way.
 	cd hack/tools && { go mod tidy -diff || { echo "hack/tools: run go mod tidy there and commit"; exit 1; }; }
 	$(GOLANGCI_LINT) run ./...
+	go run ./hack/filegraph ./controllers
 
 .PHONY: build
 build: ## Build the operator binary into bin/winready.

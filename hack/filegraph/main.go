@@ -1,0 +1,56 @@
+// Command filegraph checks that the files of a Go package depend one way: a
+// file that uses a name another file of the package defines (a function, a
+// type, a method, a field, a constant or a variable) stands above it, and no
+// two files stand above each other, directly or through others. A package
+// whose vocabulary sits at the bottom and whose procedures sit on top reads
+// from the top down; a cycle of files is a part that belongs elsewhere.
+//
+//	go run ./hack/filegraph ./controllers
+//
+// prints each cycle with the names that tie it and exits 1; with -v it
+// prints every file's floor and what it uses.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"golang.org/x/tools/go/packages"
+)
+
+func main() {
+	verbose := flag.Bool("v", false, "print every file's floor and the files it uses")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: filegraph [-v] PACKAGE")
+		os.Exit(2)
+	}
+	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
+		packages.NeedTypes | packages.NeedTypesInfo}
+	pkgs, err := packages.Load(cfg, flag.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if len(pkgs) != 1 || packages.PrintErrors(pkgs) > 0 {
+		fmt.Fprintf(os.Stderr, "%s: want one package that type-checks\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	g := graphOf(pkgs[0])
+	if *verbose {
+		for _, f := range g.floors() {
+			fmt.Printf("floor %2d  %s  uses %v\n", f.floor, f.file, g.uses(f.file))
+		}
+	}
+	cycles := g.cycles()
+	for _, c := range cycles {
+		fmt.Println("files that use each other:")
+		for _, e := range c {
+			fmt.Printf("  %s -> %s: %v\n", e.from, e.to, e.names)
+		}
+	}
+	if len(cycles) > 0 {
+		os.Exit(1)
+	}
+}

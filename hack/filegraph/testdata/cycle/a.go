@@ -1,0 +1,5 @@
+package cycle
+
+type A struct{ b *B }
+
+func (a A) Name() string { return "a" }

@@ -1,0 +1,5 @@
+package cycle
+
+type B struct{}
+
+func (B) Of(a A) string { return a.Name() }

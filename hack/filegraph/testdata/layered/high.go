@@ -1,0 +1,3 @@
+package layered
+
+func High(l Low) int { return l.N }

@@ -1,0 +1,3 @@
+package layered
+
+type Low struct{ N int }
