@@ -138,19 +138,32 @@ const leastWindow = 2 * time.Second
 // the benchmarks.
 type Checks func(context.Context, Config) Result
 
-// RunRound is a check pod's round, once its echo serves: it says so with
-// its address, waits for its plan, runs its checks within the round's window
-// and reports them.
+// RunRound is a check pod's round, once its echo serves: ReportServing, then Check.
 func RunRound(ctx context.Context, a round.Agent[Params, Result], id round.ID, podIP netip.Addr, check Checks) error {
-	if err := a.Report(ctx, round.Report[Result]{Round: id, Stage: round.Serving, Addr: podIP}); err != nil {
+	if err := ReportServing(ctx, a, id, podIP); err != nil {
 		return err
 	}
+	return Check(ctx, a, id, podIP, check)
+}
+
+// ReportServing says that the pod's echo serves at podIP: the round plans each
+// pod's peers from these reports.
+func ReportServing(ctx context.Context, a round.Agent[Params, Result], id round.ID, podIP netip.Addr) error {
+	return a.Report(ctx, round.Report[Result]{Round: id, Stage: round.Serving, Addr: podIP})
+}
+
+// Check waits for the pod's plan, runs check within the round's window and
+// reports the result. The window is the agent's: it opens and closes on
+// the agent's clock (a.Now), so that an agent simulated on a clock of its
+// own waits no wall time.
+func Check(ctx context.Context, a round.Agent[Params, Result], id round.ID, podIP netip.Addr, check Checks) error {
 	plan, err := a.Plan(ctx, id)
 	if err != nil {
 		return err
 	}
 	done := round.Report[Result]{Round: id, Stage: round.Done, Addr: podIP}
-	from, until, err := plan.Window(a.Now(), leastWindow)
+	now := a.Now()
+	from, until, err := plan.Window(now, leastWindow)
 	if err != nil {
 		done.Error = err.Error()
 		return a.Report(ctx, done)
@@ -158,9 +171,9 @@ func RunRound(ctx context.Context, a round.Agent[Params, Result], id round.ID, p
 	select {
 	case <-ctx.Done():
 		return nil
-	case <-time.After(time.Until(from)):
+	case <-time.After(from.Sub(now)):
 	}
-	checkCtx, cancel := context.WithDeadline(ctx, until)
+	checkCtx, cancel := context.WithTimeout(ctx, until.Sub(from))
 	defer cancel()
 	done.Result = check(checkCtx, Config{PodIP: podIP, Peers: plan.Peers, Service: plan.Params.Service, DNSName: plan.Params.DNSName,
 		MTU: plan.Params.MTU})

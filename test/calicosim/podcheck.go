@@ -2,6 +2,7 @@ package calicosim
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,10 +38,11 @@ const (
 )
 
 // PodChecks plays winready's pod network check pods on the simulated nodes,
-// as ProbeAgents plays the UDP probe's: when the check DaemonSet appears,
-// each Linux node's pod reports that it serves; once the plans are written,
-// each reports its checks through the API, as the dataplane a test broke
-// would make them.
+// as ProbeAgents plays the UDP probe's agents: winready's own check pod's
+// round (podcheck.ReportServing, podcheck.Check) over a simulated dataplane.
+// When the check DaemonSet appears, each Linux node's pod reports that it
+// serves; once the plans are written, each checks its peers as the dataplane
+// a test broke lets it, and reports.
 type PodChecks struct {
 	// Namespace is where rounds run.
 	Namespace string
@@ -167,9 +171,11 @@ func (c *PodChecks) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result,
 	return ctrl.Result{}, c.Play(ctx, c.client, c.reader)
 }
 
-// Play writes what the pods of the running round would: serving reports
-// until the plans are there, then their checks, each once. Tests without a
-// manager call it directly.
+// Play runs winready's own check pods (podcheck.ReportServing and
+// podcheck.Check) on the simulated nodes: each says it serves until the
+// plans are written, then each checks through the dataplane a test broke,
+// once. A pod's clock stands at the start of its round's window, so it
+// checks at once. Tests without a manager call it directly.
 func (c *PodChecks) Play(ctx context.Context, w client.Client, r client.Reader) error {
 	ds := &appsv1.DaemonSet{}
 	if err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: podcheck.Name}, ds); err != nil {
@@ -198,16 +204,25 @@ func (c *PodChecks) Play(ctx context.Context, w client.Client, r client.Reader) 
 		if c.stage(id, p.Node) == round.Done {
 			continue
 		}
-		res := c.results(p.Node, p.Peers, nodeOf, updated)
-		if err := c.report(ctx, w, round.Report[podcheck.Result]{Round: id, Node: p.Node, Stage: round.Done, Addr: p.Addr, Result: res}); err != nil {
+		planned, err := round.PlanObject(podcheck.RoundKind, c.Namespace, p)
+		if err != nil {
 			return err
 		}
+		pod := c.pod(plannedClient{WithWatch: asWatcher(w), plan: planned}, p.Node)
+		pod.Clock = clocktesting.NewFakePassiveClock(p.Start)
+		dataplane := func(_ context.Context, cfg podcheck.Config) podcheck.Result {
+			return c.results(p.Node, cfg.Peers, nodeOf, updated)
+		}
+		if err := podcheck.Check(ctx, pod, id, p.Addr, dataplane); err != nil {
+			return fmt.Errorf("the check pod of %s: %w", p.Node, err)
+		}
+		c.reached(id, p.Node, round.Done)
 	}
 	return nil
 }
 
-// serve writes a serving report for every Linux node's pod, each with an
-// address of its own.
+// serve has every Linux node's pod say that it serves, each at an address
+// of its own.
 func (c *PodChecks) serve(ctx context.Context, w client.Client, r client.Reader, id round.ID) error {
 	nodes, err := round.ListLinuxNodes(ctx, r)
 	if err != nil {
@@ -219,11 +234,17 @@ func (c *PodChecks) serve(ctx context.Context, w client.Client, r client.Reader,
 			continue
 		}
 		ip := netip.AddrFrom4([4]byte{10, 244 + byte(i>>16), byte(i >> 8), byte(i)})
-		if err := c.report(ctx, w, round.Report[podcheck.Result]{Round: id, Node: n.Node, Stage: round.Serving, Addr: ip}); err != nil {
-			return err
+		if err := podcheck.ReportServing(ctx, c.pod(asWatcher(w), n.Node), id, ip); err != nil {
+			return fmt.Errorf("the check pod of %s: %w", n.Node, err)
 		}
+		c.reached(id, n.Node, round.Serving)
 	}
 	return nil
+}
+
+// pod is node's check pod as a round agent with client c.
+func (c *PodChecks) pod(cl client.WithWatch, node string) round.Agent[podcheck.Params, podcheck.Result] {
+	return round.Agent[podcheck.Params, podcheck.Result]{Client: cl, Kind: podcheck.RoundKind, Namespace: c.Namespace, Node: node}
 }
 
 func (c *PodChecks) isSilent(node string) bool {
@@ -238,19 +259,28 @@ func (c *PodChecks) stage(id round.ID, node string) round.ReportStage {
 	return c.reported[id][node]
 }
 
-// report writes a pod's report as the pod does, and remembers it.
-func (c *PodChecks) report(ctx context.Context, w client.Client, r round.Report[podcheck.Result]) error {
-	agent := round.Agent[podcheck.Params, podcheck.Result]{Client: asWatcher(w), Kind: podcheck.RoundKind, Namespace: c.Namespace, Node: r.Node}
-	if err := agent.Report(ctx, r); err != nil {
-		return err
-	}
+// reached remembers how far node's pod got in round id.
+func (c *PodChecks) reached(id round.ID, node string, stage round.ReportStage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.reported[r.Round] == nil {
-		c.reported[r.Round] = map[string]round.ReportStage{}
+	if c.reported[id] == nil {
+		c.reported[id] = map[string]round.ReportStage{}
 	}
-	c.reported[r.Round][r.Node] = r.Stage
-	return nil
+	c.reported[id][node] = stage
+}
+
+// plannedClient is a simulated check pod's client: its watch for its plan
+// starts with the plan, as the API server's watch starts with the objects
+// it matches; the simulator read the plans already.
+type plannedClient struct {
+	client.WithWatch
+	plan *corev1.ConfigMap
+}
+
+func (c plannedClient) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	w := watch.NewRaceFreeFake()
+	w.Add(c.plan.DeepCopy())
+	return w, nil
 }
 
 // results are what node's pod sees of its peers through the dataplane.
