@@ -12,6 +12,9 @@ import (
 	"github.com/winready/winready/internal/phase"
 )
 
+// reconcile walks the steps in order toward w.dir: each takes its turn
+// (walkStep, the stages below) until one is not done in this pass; a step
+// whose turn ends done is finished in status.steps.
 func (w walk) reconcile(ctx context.Context, s *scope) Outcome {
 	in := input(s, w.dir)
 	s.cluster = in.Cluster
