@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	operatorv1 "github.com/tigera/operator/api/v1"
@@ -40,10 +39,6 @@ const HoldAnnotation = "winready.io/calico-node-held"
 
 // PathHold is the JSON pointer of HoldAnnotation in the Installation.
 var PathHold = "/metadata/annotations/" + escapePointer(HoldAnnotation)
-
-func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
-}
 
 // Ignored reports whether the Tigera operator leaves ds alone.
 func Ignored(ds *appsv1.DaemonSet) bool {

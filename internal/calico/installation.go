@@ -246,3 +246,8 @@ func DataPointer(key string) string { return "/data/" + key }
 func PoolPath(i int, field string) string {
 	return fmt.Sprintf("/spec/calicoNetwork/ipPools/%d/%s", i, field)
 }
+
+// escapePointer escapes s as one token of a JSON pointer (RFC 6901).
+func escapePointer(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}

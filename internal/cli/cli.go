@@ -14,9 +14,6 @@ import (
 	"strings"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/winready/winready/internal/plugin"
 	"github.com/winready/winready/internal/version"
@@ -152,20 +149,4 @@ func runPlugin(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := plugin.SignalContext(context.Background())
 	defer stop()
 	return plugin.Run(ctx, "kubectl winready", args, genericiooptions.IOStreams{In: os.Stdin, Out: stdout, ErrOut: stderr})
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		return ctrl.GetConfig()
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
-	}
-	// As in a pod (ctrl.GetConfig): no client-side rate limit, the API
-	// server's priority and fairness decides; a round writes a plan a node.
-	if cfg.QPS == 0 {
-		cfg.QPS = -1
-	}
-	return cfg, nil
 }

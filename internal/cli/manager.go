@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -99,4 +101,22 @@ func runManager(o operatorOptions) error {
 	v := version.Get()
 	ctrl.Log.Info("starting winready", "version", v.Version, "revision", v.Revision)
 	return mgr.Start(ctx)
+}
+
+// restConfig is how the manager reaches the API server: the kubeconfig file
+// when one is given, else controller-runtime's (in a pod, its ServiceAccount).
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	// As in a pod (ctrl.GetConfig): no client-side rate limit, the API
+	// server's priority and fairness decides; a round writes a plan a node.
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
+	return cfg, nil
 }

@@ -97,17 +97,3 @@ func (c *CountingReader) List(ctx context.Context, list client.ObjectList, opts 
 	c.Reads.add(c.Source, "list", list)
 	return c.Reader.List(ctx, list, opts...)
 }
-
-// Get reads obj from the manager's cache (unstructured objects from the API
-// server) and counts the read when the client counts reads.
-func (c *CountingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	c.Reads.add(ReadFromCache, "get", obj)
-	return c.Client.Get(ctx, key, obj, opts...)
-}
-
-// List reads list from the manager's cache (unstructured lists from the API
-// server) and counts the read when the client counts reads.
-func (c *CountingClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	c.Reads.add(ReadFromCache, "list", list)
-	return c.Client.List(ctx, list, opts...)
-}

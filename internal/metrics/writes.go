@@ -3,14 +3,12 @@
 package metrics
 
 import (
-	"context"
 	"maps"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // apiWrites counts the writes the API server accepted from the reconciler,
@@ -19,18 +17,6 @@ var apiWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "winready_api_writes_total",
 	Help: "Writes to cluster objects accepted by the API server, by verb and kind.",
 }, []string{"verb", "kind"})
-
-var registerOnce sync.Once
-
-// Register adds winready's metrics to controller-runtime's registry, which
-// the manager serves.
-func Register() {
-	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(apiWrites, reads, phase, stepDuration, probeFailingPairs, blocked)
-		crmetrics.Registry.MustRegister(rolloutCollectors...)
-		crmetrics.Registry.MustRegister(buildInfo, lastProgress, progressDeadline, windowsNodes, calicoNodeIgnored, passes)
-	})
-}
 
 // WriteCounter counts the writes made through a CountingClient.
 type WriteCounter struct {
@@ -82,51 +68,4 @@ func (w *WriteCounter) Total() int {
 		total += v
 	}
 	return total
-}
-
-// CountingClient counts every write the API server accepted, and every read
-// when Reads is set (reads.go).
-type CountingClient struct {
-	client.Client
-	Writes *WriteCounter
-	Reads  *ReadCounter
-}
-
-func (c *CountingClient) count(obj client.Object, verb string, err error) error {
-	if err == nil {
-		c.Writes.add(obj, verb)
-	}
-	return err
-}
-
-// Create creates obj and counts the write once it succeeded.
-func (c *CountingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	return c.count(obj, "create", c.Client.Create(ctx, obj, opts...))
-}
-
-// Patch patches obj and counts the write once it succeeded.
-func (c *CountingClient) Patch(ctx context.Context, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-	return c.count(obj, "patch", c.Client.Patch(ctx, obj, p, opts...))
-}
-
-// Update updates obj and counts the write once it succeeded.
-func (c *CountingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	return c.count(obj, "update", c.Client.Update(ctx, obj, opts...))
-}
-
-// Delete deletes obj and counts the write once it succeeded.
-func (c *CountingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	return c.count(obj, "delete", c.Client.Delete(ctx, obj, opts...))
-}
-
-// DeleteAllOf deletes the objects of obj's kind and counts the write, in
-// the namespace the options name, once it succeeded.
-func (c *CountingClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	all := &client.DeleteAllOfOptions{}
-	all.ApplyOptions(opts)
-	if all.Namespace != "" {
-		obj = obj.DeepCopyObject().(client.Object)
-		obj.SetNamespace(all.Namespace)
-	}
-	return c.count(obj, "deletecollection", c.Client.DeleteAllOf(ctx, obj, opts...))
 }

@@ -75,21 +75,6 @@ type Gated interface {
 	ReadyToChange(in Input) (bool, string)
 }
 
-// Steps is the migration in order. The Tigera operator rejects
-// windowsDataplane HNS until strict affinity, VXLAN pools, the services
-// endpoint and serviceCIDRs are in place, so HNS comes last. A rollback runs
-// the list backwards.
-func Steps() []Step {
-	return []Step{
-		StrictAffinity{},
-		Encapsulation{},
-		BGP{},
-		ServicesEndpoint{},
-		ServiceCIDRs{},
-		WindowsDataplane{},
-	}
-}
-
 // Plan renders the changes of a step as the status shows them.
 func Plan(step v1alpha1.StepName, changes []calico.Change) []v1alpha1.PlannedChange {
 	out := make([]v1alpha1.PlannedChange, 0, len(changes))

@@ -189,3 +189,14 @@ func Holds(o *v1alpha1.Originals) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Unknown names what a rollback needs and the originals lack, with where a
+// person can supply it.
+func Unknown(o *v1alpha1.Originals, ns string) []string {
+	if o == nil || o.ServicesEndpoint.NodeEnv != nil {
+		return nil
+	}
+	return []string{fmt.Sprintf("the API server address calico-node ran with before the migration: no record of it "+
+		"and no kubernetes Service to derive it from; add it as \"nodeEnv\": {\"host\": ..., \"port\": ...} under "+
+		"\"servicesEndpoint\" in key %s of ConfigMap %s/%s", key, ns, Name)}
+}
