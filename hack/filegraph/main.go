@@ -5,10 +5,10 @@
 // whose vocabulary sits at the bottom and whose procedures sit on top reads
 // from the top down; a cycle of files is a part that belongs elsewhere.
 //
-//	go run ./hack/filegraph ./controllers
+//	go run ./hack/filegraph ./controllers ./internal/phase
 //
-// prints each cycle with the names that tie it and exits 1; with -v it
-// prints every file's floor and what it uses.
+// prints each cycle of each package with the names that tie it and exits 1;
+// with -v it prints every file's floor and what it uses.
 package main
 
 import (
@@ -22,35 +22,39 @@ import (
 func main() {
 	verbose := flag.Bool("v", false, "print every file's floor and the files it uses")
 	flag.Parse()
-	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: filegraph [-v] PACKAGE")
+	if flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: filegraph [-v] PACKAGE...")
 		os.Exit(2)
 	}
 	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
 		packages.NeedTypes | packages.NeedTypesInfo}
-	pkgs, err := packages.Load(cfg, flag.Arg(0))
+	pkgs, err := packages.Load(cfg, flag.Args()...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	if len(pkgs) != 1 || packages.PrintErrors(pkgs) > 0 {
-		fmt.Fprintf(os.Stderr, "%s: want one package that type-checks\n", flag.Arg(0))
+	if packages.PrintErrors(pkgs) > 0 {
+		fmt.Fprintln(os.Stderr, "want packages that type-check")
 		os.Exit(2)
 	}
-	g := graphOf(pkgs[0])
-	if *verbose {
-		for _, f := range g.floors() {
-			fmt.Printf("floor %2d  %s  uses %v\n", f.floor, f.file, g.uses(f.file))
+	failed := false
+	for _, p := range pkgs {
+		g := graphOf(p)
+		if *verbose {
+			fmt.Println(p.PkgPath)
+			for _, f := range g.floors() {
+				fmt.Printf("  floor %2d  %s  uses %v\n", f.floor, f.file, g.uses(f.file))
+			}
+		}
+		for _, c := range g.cycles() {
+			failed = true
+			fmt.Printf("%s: files that use each other:\n", p.PkgPath)
+			for _, e := range c {
+				fmt.Printf("  %s -> %s: %v\n", e.from, e.to, e.names)
+			}
 		}
 	}
-	cycles := g.cycles()
-	for _, c := range cycles {
-		fmt.Println("files that use each other:")
-		for _, e := range c {
-			fmt.Printf("  %s -> %s: %v\n", e.from, e.to, e.names)
-		}
-	}
-	if len(cycles) > 0 {
+	if failed {
 		os.Exit(1)
 	}
 }
