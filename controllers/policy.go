@@ -11,12 +11,12 @@ import (
 	"github.com/winready/winready/internal/conditions"
 )
 
-// This file holds the decisions several sub-reconcilers share: which steps
-// are disruptive, which re-render calico-node and which go in one write,
-// whether a change may be made now in either direction, and whether Windows
-// nodes have joined (the one writer of RollbackAllowed). They decide from
-// the scope alone, so that the walk can ask about later steps without side
-// effects.
+// This file holds the decisions several sub-reconcilers share: whether a
+// change may be made now in either direction, and whether Windows nodes have
+// joined (the one writer of RollbackAllowed). They decide from the scope
+// alone, so that the walk can ask about later steps without side effects.
+// Which steps are disruptive, re-render calico-node or go in one write is
+// stepkinds.go.
 
 // migrationBlocked says why the next change may not be made now.
 func migrationBlocked(s *scope, step v1alpha1.StepName) Outcome {

@@ -4,6 +4,9 @@ import (
 	"github.com/winready/winready/api/v1alpha1"
 )
 
+// What the Tigera operator does with each step's changes, as the policy,
+// the walk's batch and the riders ask it.
+
 // rendersCalicoNode are the steps whose changes make the Tigera operator
 // re-render calico-node, each a rollout over every node.
 var rendersCalicoNode = []v1alpha1.StepName{v1alpha1.StepBGP, v1alpha1.StepServicesEndpoint}

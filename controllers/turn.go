@@ -1,9 +1,5 @@
 package controllers
 
-// A step's turn: the walk, the input its steps decide from and what the
-// stages of one step share. The stages are in walk.go, the riders that join
-// them in riders.go.
-
 import (
 	"maps"
 
@@ -12,6 +8,10 @@ import (
 	"github.com/winready/winready/internal/conditions"
 	"github.com/winready/winready/internal/phase"
 )
+
+// A step's turn: the walk, the input its steps decide from and what the
+// stages of one step share. The stages are in walk.go, the riders that join
+// them in riders.go.
 
 // mayChange says why the next change of a step may not be made now; a done
 // outcome when it may. It decides from the scope alone, so that a batch can

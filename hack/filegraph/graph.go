@@ -3,6 +3,7 @@ package main
 import (
 	"go/ast"
 	"go/types"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -90,7 +91,7 @@ func (g *graph) cycles() [][]edge {
 		for _, a := range comp {
 			for _, b := range g.uses(a) {
 				if slices.Contains(comp, b) {
-					es = append(es, edge{from: a, to: b, names: sortedKeys(g.names[[2]string{a, b}])})
+					es = append(es, edge{from: a, to: b, names: slices.Sorted(maps.Keys(g.names[[2]string{a, b}]))})
 				}
 			}
 		}
@@ -174,11 +175,5 @@ func (g *graph) floors() []floored {
 	return out
 }
 
-func sortedKeys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+// loadMode is what graphOf needs of a package: its files, syntax and types.
+const loadMode = packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"testing"
 
 	"golang.org/x/tools/go/packages"
@@ -8,9 +9,7 @@ import (
 
 func load(t *testing.T, dir string) *graph {
 	t.Helper()
-	cfg := &packages.Config{Dir: dir, Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
-		packages.NeedTypes | packages.NeedTypesInfo}
-	pkgs, err := packages.Load(cfg, ".")
+	pkgs, err := packages.Load(&packages.Config{Dir: dir, Mode: loadMode}, ".")
 	if err != nil || len(pkgs) != 1 || packages.PrintErrors(pkgs) > 0 {
 		t.Fatalf("loading %s: %v", dir, err)
 	}
@@ -25,7 +24,7 @@ func TestTwoFilesThatUseEachOtherAreACycleWithTheNamesThatTieIt(t *testing.T) {
 	want := map[string]string{"a.go -> b.go": "[B]", "b.go -> a.go": "[A Name]"}
 	for _, e := range cycles[0] {
 		key := e.from + " -> " + e.to
-		if got := fmtNames(e.names); got != want[key] {
+		if got := fmt.Sprint(e.names); got != want[key] {
 			t.Errorf("%s uses %s, want %s", key, got, want[key])
 		}
 	}
@@ -40,15 +39,4 @@ func TestFilesThatDependOneWayHaveNoCycleAndStandOnFloors(t *testing.T) {
 	if len(floors) != 2 || floors[0] != (floored{"high.go", 2}) || floors[1] != (floored{"low.go", 1}) {
 		t.Errorf("floors = %v, want high.go on 2 above low.go on 1", floors)
 	}
-}
-
-func fmtNames(ns []string) string {
-	out := "["
-	for i, n := range ns {
-		if i > 0 {
-			out += " "
-		}
-		out += n
-	}
-	return out + "]"
 }

@@ -26,9 +26,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: filegraph [-v] PACKAGE...")
 		os.Exit(2)
 	}
-	cfg := &packages.Config{Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax |
-		packages.NeedTypes | packages.NeedTypesInfo}
-	pkgs, err := packages.Load(cfg, flag.Args()...)
+	pkgs, err := packages.Load(&packages.Config{Mode: loadMode}, flag.Args()...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
