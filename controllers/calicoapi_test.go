@@ -6,6 +6,7 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,18 +17,42 @@ import (
 	"github.com/winready/winready/test/kit/look"
 )
 
-var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
-	It("is refused with the fix in the message, and nothing is changed", long, func() {
-		// A control plane of its own: only the operator.tigera.io CRDs, as in
-		// a cluster with crd.projectcalico.org/v1 and no Calico API server.
+var _ = Describe("A cluster where projectcalico.org/v3 is not served", Ordered, func() {
+	// A control plane of its own, one for the specs here: only the
+	// operator.tigera.io CRDs, as in a cluster with crd.projectcalico.org/v1
+	// and no Calico API server. Each spec leaves it as it found it.
+	var (
+		restCfg *rest.Config
+		c       client.Client
+	)
+	BeforeAll(func() {
 		env, err := kit.Environment(kit.Options{CalicoCRDs: calicoCRDs, CalicoCRDSet: kit.OperatorCRDsOnly})
 		Expect(err).NotTo(HaveOccurred())
-		restCfg, err := env.Start()
+		restCfg, err = env.Start()
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(env.Stop)
-		c, err := client.New(restCfg, client.Options{Scheme: scheme})
+		c, err = client.New(restCfg, client.Options{Scheme: scheme})
 		Expect(err).NotTo(HaveOccurred())
+	})
+	// run starts winready on the cluster with inst and a WindowsReadiness;
+	// the spec's clean-up stops it and removes what the spec made.
+	run := func(inst *operatorv1.Installation, more ...client.Object) *operator {
+		for _, obj := range append(more, inst) {
+			Expect(c.Create(ctx, obj)).To(Succeed())
+		}
+		op := startOperatorOn(restCfg, nil, nil)
+		DeferCleanup(func() {
+			op.stop()
+			Expect(kit.ForgetWindowsReadiness(ctx, c, operatorNamespace)).To(Succeed())
+			for _, obj := range append(more, inst) {
+				Expect(client.IgnoreNotFound(c.Delete(ctx, obj))).To(Succeed())
+			}
+		})
+		Expect(c.Create(ctx, &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}})).To(Succeed())
+		return op
+	}
 
+	It("is refused with the fix in the message, and nothing is changed", long, func() {
 		inst := &operatorv1.Installation{
 			ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName},
 			Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{
@@ -36,10 +61,7 @@ var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
 					Encapsulation: operatorv1.EncapsulationVXLANCrossSubnet, BlockSize: ptr.To[int32](26)}},
 			}},
 		}
-		Expect(c.Create(ctx, inst)).To(Succeed())
-		op := startOperatorOn(restCfg, nil, nil)
-		DeferCleanup(op.stop)
-		Expect(c.Create(ctx, &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}})).To(Succeed())
+		op := run(inst)
 
 		wr := &v1alpha1.WindowsReadiness{}
 		stalled := func() metav1.ConditionStatus {
@@ -63,15 +85,8 @@ var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
 	})
 
 	It("says the Calico API server is down, in its APIService's words, while projectcalico.org/v3 answers 503", long, func() {
-		// A control plane of its own whose projectcalico.org/v3 is an
-		// aggregated API server that is not running.
-		env, err := kit.Environment(kit.Options{CalicoCRDs: calicoCRDs, CalicoCRDSet: kit.OperatorCRDsOnly})
-		Expect(err).NotTo(HaveOccurred())
-		restCfg, err := env.Start()
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(env.Stop)
-		c, err := client.New(restCfg, client.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
+		// projectcalico.org/v3 is an aggregated API server that is not
+		// running.
 		apiService := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
 			"metadata": map[string]any{"name": "v3.projectcalico.org"},
@@ -79,13 +94,9 @@ var _ = Describe("A cluster where projectcalico.org/v3 is not served", func() {
 				"versionPriority": int64(200), "insecureSkipTLSVerify": true,
 				"service": map[string]any{"namespace": "calico-apiserver", "name": "calico-api", "port": int64(443)}},
 		}}
-		Expect(c.Create(ctx, apiService)).To(Succeed())
 		inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName},
 			Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: ptr.To(operatorv1.BGPEnabled)}}}
-		Expect(c.Create(ctx, inst)).To(Succeed())
-		op := startOperatorOn(restCfg, nil, nil)
-		DeferCleanup(op.stop)
-		Expect(c.Create(ctx, &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}})).To(Succeed())
+		op := run(inst, apiService)
 
 		reconciling := func() metav1.Condition {
 			wr := &v1alpha1.WindowsReadiness{}
