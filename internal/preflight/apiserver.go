@@ -17,19 +17,6 @@ import (
 // CheckAPIServer names the check of the address calico-node will use.
 const CheckAPIServer = "APIServerAddress"
 
-// APIServerInputs say where the API server address winready writes for
-// calico-node would come from, in the order the targets are decided.
-type APIServerInputs struct {
-	// Spec is spec.apiServer as host:port, "" when unset.
-	Spec string
-	// Kept is the address the services-endpoint ConfigMap already holds,
-	// which winready keeps; "" when none.
-	Kept string
-	// Detected is what detection finds when neither is set; nil when it
-	// finds nothing (the migration then stalls with DetectionFailed).
-	Detected *detect.Endpoint
-}
-
 // GatherAPIServer reads what apiServerAddress decides from. existing is the
 // services-endpoint ConfigMap, nil when absent.
 func GatherAPIServer(ctx context.Context, r client.Reader, spec *v1alpha1.APIServerEndpoint, existing *corev1.ConfigMap) (APIServerInputs, error) {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/internal/detect"
 )
 
 // Environment variables of calico-node that override FelixConfiguration.
@@ -172,4 +173,17 @@ func SummarizeDaemonSet(ds *appsv1.DaemonSet) DaemonSetSummary {
 		}
 	}
 	return s
+}
+
+// APIServerInputs say where the API server address winready writes for
+// calico-node would come from, in the order the targets are decided.
+type APIServerInputs struct {
+	// Spec is spec.apiServer as host:port, "" when unset.
+	Spec string
+	// Kept is the address the services-endpoint ConfigMap already holds,
+	// which winready keeps; "" when none.
+	Kept string
+	// Detected is what detection finds when neither is set; nil when it
+	// finds nothing (the migration then stalls with DetectionFailed).
+	Detected *detect.Endpoint
 }
