@@ -48,7 +48,7 @@ vet: ## Run go vet.
 GOLANGCI_LINT := go tool -modfile=$(CURDIR)/hack/tools/go.mod golangci-lint
 
 # ONE_WAY_PKGS are the packages whose files depend one way (hack/filegraph).
-ONE_WAY_PKGS := ./controllers ./internal/calico ./internal/cli ./internal/metrics ./internal/phase ./internal/preflight ./internal/record
+ONE_WAY_PKGS := ./controllers ./internal/calico ./internal/cli ./internal/metrics ./internal/phase ./internal/plugin ./internal/preflight ./internal/record
 
 .PHONY: lint
 lint: ## Run golangci-lint (.golangci.yml) on the main module; check that the files of ONE_WAY_PKGS depend one way.

@@ -426,15 +426,6 @@ func distance(a, b string) int {
 	return prev[len(b)]
 }
 
-func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := v(cmd, args); err != nil {
-			return withCode(ExitError, err)
-		}
-		return nil
-	}
-}
-
 func pauseCommand(o *options, pause bool) *cobra.Command {
 	use, short, what, next := "pause", "Pause before the next change (spec.paused: true)", "spec.paused true",
 		"kubectl winready status (the step under way finishes its wait; no new change starts)"

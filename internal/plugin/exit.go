@@ -12,10 +12,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/winready/winready/api/v1alpha1"
@@ -105,32 +103,6 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func withCode(code int, err error) error { return &exitError{code: code, err: err} }
-
-// Run runs args under name ("winready" or "kubectl winready"), prints an
-// error to streams.ErrOut and returns the exit status.
-func Run(ctx context.Context, name string, args []string, streams genericiooptions.IOStreams) int {
-	return execute(ctx, newOptions(streams), name, args)
-}
-
-func execute(ctx context.Context, o *options, name string, args []string) int {
-	cmd := newCommand(o)
-	cmd.Use = strings.ReplaceAll(name, " ", "-")
-	cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(ctx)
-	if err == nil {
-		return 0
-	}
-	// A command ended by a signal fails with whatever the cancelled request
-	// said; the signal is the news.
-	var sig interrupted
-	if errors.As(context.Cause(ctx), &sig) {
-		err = withCode(ExitInterrupted+int(sig.sig), sig)
-	}
-	e := explain(err)
-	fmt.Fprintf(o.streams.ErrOut, "%s: %v\n", name, e.err)
-	return e.code
-}
 
 // explain gives err the exit status and the message that say what to do.
 func explain(err error) *exitError {
@@ -265,3 +237,12 @@ var errNoWindowsReadiness = withCode(ExitNoWindowsReadiness, fmt.Errorf(
     name: %s
   spec: {direction: Migrate}
   EOF`, v1alpha1.Name, v1alpha1.GroupVersion, v1alpha1.Name))
+
+// orCause is ctx's cause when ctx has ended (a timeout, a signal), which
+// says more than the request it cut short; err otherwise.
+func orCause(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return err
+}
