@@ -27,25 +27,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-const (
-	source = "https://github.com/winready/winready"
-	// The SBOM tool, run from the module proxy at a pinned version.
-	sbomTool = "github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0"
-)
-
-// The image's platforms, in the order of its index.
-var platforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
-
-type options struct {
-	version   string
-	revision  string
-	registry  string
-	out       string
-	repo      string
-	downloads string
-	epoch     time.Time
-}
-
 func main() {
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
@@ -112,30 +93,6 @@ func commit(repo string) (string, time.Time, error) {
 		return "", time.Time{}, fmt.Errorf("commit time %q: %w", ts, err)
 	}
 	return rev, time.Unix(sec, 0).UTC(), nil
-}
-
-// goBuild builds the winready binary for one platform, static and
-// reproducible: no cgo, no paths, no build ID, no VCS stamp (the revision is
-// stamped explicitly).
-func goBuild(o options, goos, goarch, file string) error {
-	pkg := "github.com/winready/winready/internal/version"
-	ldflags := fmt.Sprintf("-s -w -buildid= -X %s.Version=%s -X %s.Revision=%s", pkg, o.version, pkg, o.revision)
-	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", file, ".")
-	cmd.Dir = o.repo
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building winready for %s/%s: %w", goos, goarch, err)
-	}
-	return nil
-}
-
-// binaryName is a platform's binary in dist/.
-func binaryName(goos, goarch string) string {
-	if goos == "windows" {
-		return "winready.exe"
-	}
-	return "winready-" + goos + "-" + goarch
 }
 
 // buildImage builds the binaries of the image's platforms into out and the
