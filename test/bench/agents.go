@@ -121,3 +121,7 @@ func burst(n int, rt http.RoundTripper) http.RoundTripper {
 		return rt.RoundTrip(req)
 	})
 }
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

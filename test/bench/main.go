@@ -9,65 +9,36 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/winready/winready/api/v1alpha1"
-	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/internal/conditions"
-	"github.com/winready/winready/internal/record"
 	"github.com/winready/winready/internal/rollout"
 	"github.com/winready/winready/test/auditlog"
 	"github.com/winready/winready/test/calicosim"
-	"github.com/winready/winready/test/kit"
 )
-
-const operatorNamespace = "winready-system"
-
-type config struct {
-	sizes       []int
-	rolloutStep time.Duration
-	statusLag   time.Duration
-	quiet       time.Duration
-	winready    string
-	winreadyLog string
-	kubectl     string
-	workdir     string
-	// migration and rounds choose the measurements; nameLen is the length
-	// of the node names of the rounds' clusters.
-	migration, rounds bool
-	nameLen           int
-	skipProbe         bool
-}
 
 func main() {
 	var cfg config
@@ -185,16 +156,6 @@ func run(cfg config) (err error) {
 	return measureAll(ctx, cfg, bench{c: c, sim: sim, kubeconfigs: kubeconfigs, auditLog: auditLog, restCfg: restCfg, agents: agentIdentity.Config()})
 }
 
-// newClient is a client of the bench's control plane with winready's scheme.
-func newClient(restCfg *rest.Config) (*runtime.Scheme, client.WithWatch, error) {
-	scheme, err := controllers.NewScheme()
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme})
-	return scheme, c, err
-}
-
 // measureAll measures each size in turn, the migration and the rounds as
 // cfg asks, and reports them, those measured before a failure too.
 func measureAll(ctx context.Context, cfg config, b bench) error {
@@ -228,135 +189,6 @@ func measureAll(ctx context.Context, cfg config, b bench) error {
 	}
 	return nil
 }
-
-// newEnvironment is the control plane, configured to write every request
-// auditPolicy records to auditLog.
-func newEnvironment(workdir, auditLog string) (*envtest.Environment, error) {
-	policy := filepath.Join(workdir, "policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
-		return nil, err
-	}
-	env, err := kit.Environment(kit.Options{CalicoCRDs: filepath.Join("bin", "crds")})
-	if err != nil {
-		return nil, err
-	}
-	args := env.ControlPlane.GetAPIServer().Configure()
-	args.Set("audit-policy-file", policy)
-	args.Set("audit-log-path", auditLog)
-	args.Set("audit-log-mode", "blocking")
-	// The scale of a large cluster: the simulator and winready are clients
-	// like any other.
-	args.Set("max-requests-inflight", "1000")
-	return env, nil
-}
-
-// writeKubeconfigs writes a kubeconfig into workdir for each of the users
-// winready and runbook (cluster admins, told apart in the audit log) and
-// returns their paths by user.
-func writeKubeconfigs(env *envtest.Environment, restCfg *rest.Config, workdir string) (map[string]string, error) {
-	kubeconfigs := map[string]string{}
-	for _, user := range []string{"winready", "runbook"} {
-		u, err := env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, restCfg)
-		if err != nil {
-			return nil, err
-		}
-		kc, err := u.KubeConfig()
-		if err != nil {
-			return nil, err
-		}
-		kubeconfigs[user] = filepath.Join(workdir, user+".kubeconfig")
-		if err := os.WriteFile(kubeconfigs[user], kc, 0o600); err != nil {
-			return nil, err
-		}
-	}
-	return kubeconfigs, nil
-}
-
-// auditPolicy records winready's and the runbook's every request, and the
-// simulator's writes, with their timestamps; the ConfigMaps that winready and
-// the agents write in the probe namespace with their content, for their size.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted"]
-rules:
-- level: Request
-  users: ["winready", "agents"]
-  verbs: ["create", "update", "patch"]
-  namespaces: ["winready-probe"]
-  resources: [{group: "", resources: ["configmaps"]}]
-- level: Metadata
-  users: ["winready", "runbook", "agents"]
-- level: Metadata
-  verbs: ["create", "update", "patch", "delete"]
-- level: None
-`
-
-func seed(ctx context.Context, c client.Client, n int) error {
-	if err := clean(ctx, c); err != nil {
-		return err
-	}
-	// A /12 of /26 blocks: one block per node under strictAffinity for 5,000
-	// nodes and more, as a cluster of that size has (a /16 holds 1,024).
-	cl := calicosim.MainClusterOf(n)
-	cl.Pools[0].CIDR = "172.16.0.0/12"
-	if err := calicosim.Seed(ctx, c, cl); err != nil {
-		return err
-	}
-	return calicosim.WaitSettled(ctx, c, 10*time.Minute)
-}
-
-func clean(ctx context.Context, c client.Client) error {
-	// winready is stopped between sizes: its finalizer and claims are
-	// lifted here, as it would lift them.
-	if err := kit.ForgetWindowsReadiness(ctx, c, operatorNamespace); err != nil {
-		return err
-	}
-	// The record of the originals outlives its WindowsReadiness: left
-	// there, the next size's migration would stop on a record it did not
-	// write.
-	rec := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: record.Name}}
-	if err := client.IgnoreNotFound(c.Delete(ctx, rec)); err != nil {
-		return err
-	}
-	// Thousands of nodes go in one collection delete, not one request each
-	// within Clean's time limit; Clean then finds none left.
-	if err := c.DeleteAllOf(ctx, &corev1.Node{}); err != nil {
-		return err
-	}
-	return calicosim.Clean(ctx, c)
-}
-
-func serviceCIDR(ctx context.Context, c client.Client) (string, error) {
-	list := &networkingv1.ServiceCIDRList{}
-	if err := c.List(ctx, list); err != nil {
-		return "", err
-	}
-	for _, sc := range list.Items {
-		if len(sc.Spec.CIDRs) > 0 {
-			return sc.Spec.CIDRs[0], nil
-		}
-	}
-	return "", errors.New("no ServiceCIDR")
-}
-
-// bench is what every measurement shares: the uncached client, the
-// simulator, the users' kubeconfigs and the API server's audit log.
-type bench struct {
-	c           client.WithWatch
-	sim         *calicosim.Simulator
-	kubeconfigs map[string]string
-	auditLog    string
-	// restCfg is the control plane's admin; agents the simulated agents'
-	// identity.
-	restCfg, agents *rest.Config
-}
-
-// simUserAgent tells the simulated Calico's requests apart in the audit log:
-// it runs as the control plane's admin, as the bench's own client does.
-const simUserAgent = "calicosim"
-
-// calicoNode names the DaemonSet whose rollouts are counted.
-const calicoNodeNS, calicoNodeName = "calico-system", "calico-node"
 
 func measure(ctx context.Context, cfg config, b bench, n int, last bool) (result, error) {
 	r := result{nodes: n}
@@ -530,205 +362,6 @@ func measureQuiet(cfg config, b bench, op *winready, r *result) error {
 	r.quietReconciles = int(after - before)
 	r.quietMeasured = true
 	return nil
-}
-
-// winready is the operator binary running against the bench's control plane.
-type winready struct {
-	cmd     *exec.Cmd
-	metrics string
-}
-
-func startWinready(ctx context.Context, cfg config, kubeconfig string) (*winready, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	// Plain HTTP: the bench reads the metrics itself, as a local demo would.
-	// Its control plane has none of winready's admission policies, which
-	// the bench does not measure: winready runs without waiting for them.
-	cmd := exec.CommandContext(ctx, cfg.winready, "--kubeconfig", kubeconfig, "--leader-elect=false",
-		"--metrics-bind-address", addr, "--metrics-secure=false", "--health-probe-bind-address", "0", "--namespace", operatorNamespace,
-		"--probe-image", "winready:bench", "--require-admission-policies=false")
-	cmd.Stderr = io.Discard
-	cmd.Stdout = io.Discard
-	if cfg.winreadyLog != "" {
-		f, err := os.OpenFile(cfg.winreadyLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close() // the child holds its own descriptor
-		cmd.Stderr = f
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s (run make build): %w", cfg.winready, err)
-	}
-	op := &winready{cmd: cmd, metrics: "http://" + addr + "/metrics"}
-	// Started means its caches have synced and its workers run, as for an
-	// operator that was installed before the migration is asked for.
-	for i := 0; ; i++ {
-		if _, err := op.metric("controller_runtime_active_workers", `controller="windowsreadiness"`); err == nil {
-			return op, nil
-		}
-		if i > 300 {
-			op.stop()
-			return nil, errors.New("winready's metrics endpoint did not come up")
-		}
-		time.Sleep(100 * time.Millisecond) // polling a process start-up
-	}
-}
-
-func (w *winready) stop() {
-	_ = w.cmd.Process.Signal(syscall.SIGTERM)
-	_ = w.cmd.Wait()
-}
-
-// sample is one line of the metrics endpoint: its labels ("" or "{...}")
-// and its value.
-type sample struct {
-	labels string
-	value  float64
-}
-
-// samples reads the samples of metric name from winready's metrics endpoint.
-func (w *winready) samples(name string) ([]sample, error) {
-	resp, err := http.Get(w.metrics)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var out []sample
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), name)
-		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
-			continue
-		}
-		fields := strings.Fields(rest)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			continue
-		}
-		labels, _, _ := strings.Cut(rest, "}")
-		out = append(out, sample{labels: labels, value: v})
-	}
-	return out, sc.Err()
-}
-
-// metric sums the samples of a metric whose labels contain match.
-func (w *winready) metric(name, match string) (float64, error) {
-	all, err := w.samples(name)
-	if err != nil {
-		return 0, err
-	}
-	sum, found := 0.0, false
-	for _, smp := range all {
-		if strings.Contains(smp.labels, match) {
-			sum += smp.value
-			found = true
-		}
-	}
-	if !found {
-		return 0, fmt.Errorf("no metric %s{%s}", name, match)
-	}
-	return sum, nil
-}
-
-// byLabel reads the samples of a metric by the value of one label.
-func (w *winready) byLabel(name, label string) (map[string]float64, error) {
-	all, err := w.samples(name)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, smp := range all {
-		if strings.Contains(smp.labels, label+`="`) {
-			out[labelOf(smp.labels, label)] += smp.value
-		}
-	}
-	return out, nil
-}
-
-func rssMiB(pid int) (float64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, err := strconv.ParseFloat(f[1], 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, errors.New("no VmRSS")
-}
-
-type auditEvent = auditlog.Event
-
-func requestsBy(events []auditEvent, user string) map[string]int {
-	counts := map[string]int{}
-	for _, ev := range events {
-		if ev.User.Username != user {
-			continue
-		}
-		res := ev.ObjectRef.Resource
-		if ev.ObjectRef.Subresource != "" {
-			res += "/" + ev.ObjectRef.Subresource
-		}
-		counts[ev.Verb+" "+res]++
-	}
-	return counts
-}
-
-// eventToPatch is, for each change winready makes to Calico after its
-// first, the time from the simulated Calico's last status report that ended
-// before the change was received (the report that let the previous step
-// finish: a TigeraStatus, the Installation's status, calico-node's rollout)
-// to the change. The log is in the order requests completed, so a report
-// that ended while the change was in flight comes before it and is passed
-// over. Each report answers one change at most: the rest of a batch answer
-// the same report, and a change with no report since the last one paired
-// was not waiting for Calico.
-func eventToPatch(events []auditEvent) []time.Duration {
-	var lat []time.Duration
-	var reports []*auditEvent // the simulator's status writes, in the log's order
-	paired := -1              // the last report paired with a change
-	changed := false          // whether winready made its first change
-	for i := range events {
-		ev := &events[i]
-		if !isWrite(ev.Verb) || ev.ResponseStatus.Code >= 300 {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(ev.UserAgent, simUserAgent) && ev.ObjectRef.Subresource == "status":
-			reports = append(reports, ev)
-		case ev.User.Username == "winready" && calicoResource(ev):
-			last := len(reports) - 1
-			for last > paired && !reports[last].Done.Before(&ev.Received) {
-				last--
-			}
-			if changed && last > paired {
-				lat = append(lat, ev.Received.Sub(reports[last].Done.Time))
-			}
-			changed, paired = true, max(paired, last)
-		}
-	}
-	return lat
-}
-
-func isWrite(verb string) bool {
-	return verb == "create" || verb == "update" || verb == "patch" || verb == "delete"
-}
-
-func calicoResource(ev *auditEvent) bool {
-	switch ev.ObjectRef.Resource {
-	case "installations", "ipamconfigurations":
-		return ev.ObjectRef.Subresource == ""
-	case "configmaps":
-		return ev.ObjectRef.Namespace == "tigera-operator"
-	}
-	return false
 }
 
 // realPace is the per-node time of a real cluster's calico-node rollout at

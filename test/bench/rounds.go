@@ -32,9 +32,6 @@ import (
 	"github.com/winready/winready/test/calicosim"
 )
 
-// probeNamespace is where winready runs its rounds (its default).
-const probeNamespace = "winready-probe"
-
 // roundResult is one round of one check at one size: the UDP 4789 probe's,
 // or the pod network check's baseline.
 type roundResult struct {
@@ -102,13 +99,6 @@ func passCounters(op *winready) passCosts {
 		nodes:       read("winready_reads_total", `kind="Node",source="apiserver",verb="list"`),
 		pastCacheBy: by,
 	}
-}
-
-// labelOf is the value of label in a sample's labels.
-func labelOf(labels, label string) string {
-	_, rest, _ := strings.Cut(labels, label+`="`)
-	value, _, _ := strings.Cut(rest, `"`)
-	return value
 }
 
 // since is what the passes cost after before; writes are counted apart.
@@ -465,10 +455,6 @@ func (f *fleet) client(kind string) (client.WithWatch, error) {
 	f.clients[kind] = c
 	return c, nil
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // countingBody counts the bytes of a response's body.
 type countingBody struct {

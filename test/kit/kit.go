@@ -12,7 +12,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,10 +39,6 @@ const controlPlaneStartTimeout = 2 * time.Minute
 
 // DefaultTimeout bounds each wait of a Cluster when Options.Timeout is zero.
 const DefaultTimeout = 3 * time.Minute
-
-// Node is a simulated node: a Node object with its InternalIP and the
-// kubernetes.io/os label, Ready.
-type Node = calicosim.Node
 
 // Options say what to start. Every field is optional but Seed.
 type Options struct {
@@ -89,18 +84,6 @@ const (
 	// Neither Options.CalicoCRDs nor WINREADY_CALICO_CRDS is read.
 	NoCalicoCRDs
 )
-
-// Cluster is a running control plane with the simulated Calico cluster and
-// winready's reconciler.
-type Cluster struct {
-	env     *envtest.Environment
-	cfg     *rest.Config
-	client  client.Client
-	timeout time.Duration
-	cancel  context.CancelFunc
-	done    chan error
-	running int
-}
 
 // T is what Start needs of a test: *testing.T, *testing.B and Ginkgo's
 // GinkgoT() all have it.
@@ -283,15 +266,6 @@ func (c *Cluster) Stop() error {
 	}
 	return err
 }
-
-// Client reads and writes the cluster straight on the API server, without a
-// cache, as an administrator; its scheme knows winready's, Calico's, the
-// Tigera operator's and Kubernetes' types.
-func (c *Cluster) Client() client.Client { return c.client }
-
-// Config is the administrator's connection to the API server, for clients of
-// one's own.
-func (c *Cluster) Config() *rest.Config { return c.cfg }
 
 // CRDInstallWait bounds the wait for the CRDs to be served: envtest's 10
 // seconds are short on two cores where make test starts several control
