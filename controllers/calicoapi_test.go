@@ -37,14 +37,15 @@ var _ = Describe("A cluster where projectcalico.org/v3 is not served", Ordered, 
 	// run starts winready on the cluster with inst and a WindowsReadiness;
 	// the spec's clean-up stops it and removes what the spec made.
 	run := func(inst *operatorv1.Installation, more ...client.Object) *operator {
-		for _, obj := range append(more, inst) {
+		objs := append(more, inst)
+		for _, obj := range objs {
 			Expect(c.Create(ctx, obj)).To(Succeed())
 		}
 		op := startOperatorOn(restCfg, nil, nil)
 		DeferCleanup(func() {
 			op.stop()
 			Expect(kit.ForgetWindowsReadiness(ctx, c, operatorNamespace)).To(Succeed())
-			for _, obj := range append(more, inst) {
+			for _, obj := range objs {
 				Expect(client.IgnoreNotFound(c.Delete(ctx, obj))).To(Succeed())
 			}
 		})

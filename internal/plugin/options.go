@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/winready/winready/api/v1alpha1"
-	"github.com/winready/winready/internal/calico"
+	"github.com/winready/winready/controllers"
 )
 
 // What every command shares: the options and the client they make, the
@@ -119,13 +119,12 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
+// schemeOf is the manager's scheme (controllers.NewScheme) with the Events
+// the status tree shows.
 func schemeOf() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := calico.AddToScheme(s); err != nil {
+	s, err := controllers.NewScheme()
+	if err != nil {
 		return nil, err
 	}
-	if err := eventsv1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, v1alpha1.AddToScheme(s)
+	return s, eventsv1.AddToScheme(s)
 }
