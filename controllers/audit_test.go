@@ -11,7 +11,8 @@ import (
 	"sync"
 
 	. "github.com/onsi/gomega"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/winready/winready/test/kit"
 )
 
 // The API server's audit log is the one count of writes that a crash cannot
@@ -33,7 +34,7 @@ rules:
 `
 
 // enableAudit makes the API server write its audit log into dir.
-func enableAudit(env *envtest.Environment, dir string) string {
+func enableAudit(env *kit.Env, dir string) string {
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	Expect(os.WriteFile(policy, []byte(auditPolicy), 0o600)).To(Succeed())
 	logPath := filepath.Join(dir, "audit.log")

@@ -20,7 +20,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -45,7 +44,7 @@ const (
 )
 
 var (
-	testEnv *envtest.Environment
+	testEnv *kit.Env
 	cfg     *rest.Config
 	scheme  *runtime.Scheme
 	k8s     client.Client // uncached: assertions never go through a cache

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -24,7 +23,7 @@ import (
 
 var (
 	ctx     = context.Background()
-	testEnv *envtest.Environment
+	testEnv *kit.Env
 	cfg     *rest.Config
 	k8s     client.Client
 	// on reads and writes the WindowsReadiness with k8s (test/kit/look).

@@ -368,7 +368,7 @@ func contextKubeconfig(t *testing.T, kubeconfig, name string) string {
 // readerKubeconfig writes a kubeconfig for user ci-reader, bound to the
 // ClusterRole winready-plan as config/rbac ships it: what winready plan reads
 // and nothing more.
-func readerKubeconfig(t *testing.T, ctx context.Context, env *envtest.Environment, admin client.Client) string {
+func readerKubeconfig(t *testing.T, ctx context.Context, env *kit.Env, admin client.Client) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "plan_role.yaml"))
 	if err != nil {

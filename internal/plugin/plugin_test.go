@@ -19,7 +19,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/onsi/gomega"
 
@@ -34,7 +33,7 @@ var update = flag.Bool("update", false, "rewrite the golden files from the outpu
 var (
 	k8s     client.Client
 	cfg     *rest.Config
-	testEnv *envtest.Environment
+	testEnv *kit.Env
 )
 
 func TestMain(m *testing.M) {

@@ -25,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -43,7 +42,7 @@ const (
 
 var (
 	ctx     = context.Background()
-	testEnv *envtest.Environment
+	testEnv *kit.Env
 	cfg     *rest.Config
 	scheme  *runtime.Scheme
 	// k8s is an admin: the Tigera operator, people and GitOps write as

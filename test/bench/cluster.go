@@ -54,7 +54,7 @@ func newClient(restCfg *rest.Config) (*runtime.Scheme, client.WithWatch, error) 
 
 // newEnvironment is the control plane, configured to write every request
 // auditPolicy records to auditLog.
-func newEnvironment(workdir, auditLog string) (*envtest.Environment, error) {
+func newEnvironment(workdir, auditLog string) (*kit.Env, error) {
 	policy := filepath.Join(workdir, "policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func newEnvironment(workdir, auditLog string) (*envtest.Environment, error) {
 // writeKubeconfigs writes a kubeconfig into workdir for each of the users
 // winready and runbook (cluster admins, told apart in the audit log) and
 // returns their paths by user.
-func writeKubeconfigs(env *envtest.Environment, restCfg *rest.Config, workdir string) (map[string]string, error) {
+func writeKubeconfigs(env *kit.Env, restCfg *rest.Config, workdir string) (map[string]string, error) {
 	kubeconfigs := map[string]string{}
 	for _, user := range []string{"winready", "runbook"} {
 		u, err := env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, restCfg)

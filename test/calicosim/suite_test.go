@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -22,7 +21,7 @@ import (
 )
 
 var (
-	testEnv *envtest.Environment
+	testEnv *kit.Env
 	cfg     *rest.Config
 	// k8s reads straight from the API server: assertions never look at a cache.
 	k8s client.Client

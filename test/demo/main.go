@@ -110,7 +110,7 @@ func run(exitWhenReady bool, kubeconfigPath string, verbose bool) (err error) {
 
 // writeKubeconfig writes a kubeconfig of an admin of env's control plane for
 // kubectl.
-func writeKubeconfig(env *envtest.Environment, path string) error {
+func writeKubeconfig(env *kit.Env, path string) error {
 	user, err := env.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return err

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/winready/winready/internal/calico"
 	"github.com/winready/winready/internal/round"
@@ -48,7 +47,7 @@ var repoRoot = filepath.Join("..", "..")
 
 // simBackend plays Calico with the simulator, in this process.
 type simBackend struct {
-	env    *envtest.Environment
+	env    *kit.Env
 	cancel context.CancelFunc
 	done   chan error
 	scheme *runtime.Scheme

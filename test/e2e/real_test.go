@@ -38,7 +38,7 @@ import (
 type realBackend struct {
 	scheme *runtime.Scheme
 	logDir string
-	env    *envtest.Environment
+	env    *kit.Env
 	// apiServer is set when the operator predates projectcalico.org/v3 CRDs:
 	// the Calico API server is played (apiserver_test.go).
 	apiServer *apiServerStandIn

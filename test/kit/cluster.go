@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/winready/winready/test/calicosim"
 )
@@ -18,7 +17,7 @@ type Node = calicosim.Node
 // Cluster is a running control plane with the simulated Calico cluster and
 // winready's reconciler.
 type Cluster struct {
-	env     *envtest.Environment
+	env     *Env
 	cfg     *rest.Config
 	client  client.Client
 	timeout time.Duration

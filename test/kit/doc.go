@@ -25,6 +25,16 @@
 // bin/k8s/<version>). Each is given two minutes to start, for busy CI
 // runners, unless KUBEBUILDER_CONTROLPLANE_START_TIMEOUT says otherwise.
 //
+// Optionally, a directory for snapshots: Options.Snapshots, else the
+// environment variable WINREADY_ENVTEST_SNAPSHOTS. The first control plane of
+// each set of CRDs (on the same kube-apiserver and etcd binaries) installs
+// them into a snapshot of etcd's data there; every later one, in any process,
+// starts from a copy of it and only waits for its CRDs to be served: about
+// half the CPU of a start with Calico's CRDs. Processes that start at once
+// wait for the one that makes the snapshot (a file lock; without file locks
+// each control plane installs its CRDs), and a snapshot unused for a week is
+// removed when another is made.
+//
 // Calico's CRDs: Options.CalicoCRDs, else the environment variable
 // WINREADY_CALICO_CRDS, a directory with the subdirectories operator/ (the
 // operator.tigera.io CRDs) and calico/ (the projectcalico.org/v3 CRDs), as

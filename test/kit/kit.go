@@ -67,6 +67,13 @@ type Options struct {
 	// CRDDirectories are directories of further CRDs the control plane
 	// installs, besides winready's and Calico's; each must exist.
 	CRDDirectories []string
+	// Snapshots is a directory where the kit keeps etcd's data once a set of
+	// CRDs is installed, for each set and control plane binaries: a control
+	// plane then starts from a copy of it rather than installing its CRDs
+	// (see Env). Empty means the environment variable
+	// WINREADY_ENVTEST_SNAPSHOTS; when both are empty, every control plane
+	// installs its CRDs.
+	Snapshots string
 }
 
 // CalicoCRDSet says which of Calico's CRDs a control plane has.
@@ -156,16 +163,17 @@ func New(ctx context.Context, opts Options) (_ *Cluster, err error) {
 
 // Environment is the control plane with winready's CRD and Calico's, not yet
 // started: the one envtest environment of winready's suites. Of opts it reads
-// CalicoCRDs, ControlPlane, CalicoCRDSet, NoWinreadyCRD and CRDDirectories.
+// CalicoCRDs, ControlPlane, CalicoCRDSet, NoWinreadyCRD, CRDDirectories and
+// Snapshots.
 // The CRDs are given CRDInstallWait to be served and the control plane two
 // minutes to start unless KUBEBUILDER_CONTROLPLANE_START_TIMEOUT says
 // otherwise. A suite sets what else it needs on the environment before
 // starting it, kube-apiserver's flags for one
 // (env.ControlPlane.GetAPIServer().Configure()).
-func Environment(opts Options) (*envtest.Environment, error) { return environment(opts) }
+func Environment(opts Options) (*Env, error) { return environment(opts) }
 
 // environment is the control plane with the CRDs opts asks for.
-func environment(opts Options) (*envtest.Environment, error) {
+func environment(opts Options) (*Env, error) {
 	var dirs []string
 	if opts.CalicoCRDSet != NoCalicoCRDs {
 		dir := opts.CalicoCRDs
@@ -205,7 +213,11 @@ func environment(opts Options) (*envtest.Environment, error) {
 		// envtest's 20 seconds are short on a busy CI runner.
 		env.ControlPlaneStartTimeout = controlPlaneStartTimeout
 	}
-	return env, nil
+	snapshots := opts.Snapshots
+	if snapshots == "" {
+		snapshots = os.Getenv(SnapshotsEnv)
+	}
+	return &Env{Environment: env, snapshots: snapshots}, nil
 }
 
 // run starts the simulated Tigera operator, waits for the seeded cluster to
