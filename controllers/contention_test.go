@@ -26,16 +26,20 @@ var _ = Describe("Another writer of the Installation", func() {
 		reasons, err := contention.WatchReasons(wc)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(reasons.Stop)
-		// As fast as the API server answers: a status write of winready's, a
-		// status or spec write of the simulated operator's and a label all
-		// land between one pass's read and its write.
-		labeler := contention.StartLabeler(k8s, 0)
+		// A label every 25 ms, within any pass: a status write of winready's,
+		// a status or spec write of the simulated operator's and a label all
+		// land between one pass's read and its write. A label races
+		// winready's reads and the simulated operator's writes, not
+		// winready's patches of the Installation, which test
+		// metadata.generation; as fast as the API server answered, the
+		// labeler made a tenth of the suite's writes.
+		labeler := contention.StartLabeler(k8s, 25*time.Millisecond)
 		DeferCleanup(labeler.Stop)
 		on.CreateWR()
-		// The labeler writes as fast as the API server answers, the whole
-		// migration long: on a loaded machine the migration takes longer than
-		// the suite's 30 s bound for a wait, so it gets the bound of a whole
-		// migration and its pod network checks under that load.
+		// The labeler writes the whole migration long: on a loaded machine
+		// the migration takes longer than the suite's bound for a wait, so it
+		// gets the bound of a whole migration and its pod network checks
+		// under that load.
 		Eventually(on.Phase).WithTimeout(3 * time.Minute).Should(Equal(v1alpha1.PhaseReady))
 		patches, err := labeler.Stop()
 		Expect(err).NotTo(HaveOccurred())
