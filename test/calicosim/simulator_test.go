@@ -304,10 +304,16 @@ var _ = Describe("the simulated Tigera operator", func() {
 	Context("with a spec as a user wrote it", func() {
 		var sim *calicosim.Simulator
 		BeforeEach(func() {
-			sim = startSimulator(calicosim.Options{})
 			cl := calicosim.MainCluster()
 			cl.AsWritten = true
+			// Seeded before the operator starts, as an Installation applied
+			// with the operator: its first reconcile reads the seeded pools
+			// from a synced cache. Started first, its cache could see the
+			// Installation before the IPPools written just before it (two
+			// watches, no order between them), default without the pools,
+			// and patch node address autodetection in a third patch.
 			Expect(calicosim.Seed(ctx, k8s, cl)).To(Succeed())
+			sim = startSimulator(calicosim.Options{})
 		})
 
 		It("writes the operator's defaults on first sight and settles at the new generation", func() {
