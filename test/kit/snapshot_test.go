@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	operatorv1 "github.com/tigera/operator/api/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/winready/winready/api/v1alpha1"
 	"github.com/winready/winready/controllers"
 	"github.com/winready/winready/test/kit"
 )
@@ -34,7 +34,8 @@ func snapshotsIn(t *testing.T, dir string) []string {
 
 func TestAControlPlaneStartsFromTheSnapshotOfItsCRDs(t *testing.T) {
 	snapshots := t.TempDir()
-	opts := kit.Options{CalicoCRDs: calicoCRDs, CalicoCRDSet: kit.OperatorCRDsOnly, Snapshots: snapshots}
+	// winready's CRD alone: the cheapest set to install twice over.
+	opts := kit.Options{CalicoCRDSet: kit.NoCalicoCRDs, Snapshots: snapshots}
 	first, err := kit.Environment(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -76,20 +77,20 @@ func TestAControlPlaneStartsFromTheSnapshotOfItsCRDs(t *testing.T) {
 	}
 	ctx := context.Background()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "installations.operator.tigera.io"}, crd); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: "windowsreadinesses.winready.io"}, crd); err != nil {
 		t.Fatal(err)
 	}
 	if !crd.CreationTimestamp.Time.Before(startedAt) {
-		t.Errorf("the Installation CRD was created at %v, by the second start (at %v): want it read from the snapshot",
+		t.Errorf("the WindowsReadiness CRD was created at %v, by the second start (at %v): want it read from the snapshot",
 			crd.CreationTimestamp, startedAt)
 	}
 	// Served as soon as Start returns, as after envtest's own install.
-	inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	if err := c.Create(ctx, inst); err != nil {
-		t.Errorf("creating an Installation right after the start: %v", err)
+	wr := &v1alpha1.WindowsReadiness{ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.Name}}
+	if err := c.Create(ctx, wr); err != nil {
+		t.Errorf("creating a WindowsReadiness right after the start: %v", err)
 	}
-	if len(second.CRDs) != len(first.CRDs) || len(second.CRDs) < 2 {
-		t.Errorf("the environment lists %d CRDs, want the %d the first start installed", len(second.CRDs), len(first.CRDs))
+	if len(second.CRDs) != 1 || len(first.CRDs) != 1 {
+		t.Errorf("the environments list %d and %d CRDs, want winready's", len(first.CRDs), len(second.CRDs))
 	}
 
 	if err := second.Stop(); err != nil {
