@@ -301,9 +301,21 @@ func (m *mirrorClient) DeleteAllOf(ctx context.Context, obj client.Object, opts 
 	if err != nil {
 		return err
 	}
-	// Read back every object of the kind memory holds: the deleted are
-	// gone, those a finalizer keeps are marked, the others are as they were.
-	existing, err := m.tracker.List(gvr, gvk, "")
+	// Read back every object of the kind memory holds that the delete
+	// selected: the deleted are gone, those a finalizer keeps are marked.
+	// Memory has no field index: with a field selector, every object of
+	// the kind is read back.
+	var existing runtime.Object
+	sel := (&client.DeleteAllOfOptions{}).ApplyOptions(opts).ListOptions
+	if sel.FieldSelector != nil && !sel.FieldSelector.Empty() {
+		existing, err = m.tracker.List(gvr, gvk, "")
+	} else {
+		var list runtime.Object
+		if list, err = m.Scheme().New(gvk.GroupVersion().WithKind(gvk.Kind + "List")); err == nil {
+			existing = list
+			err = m.mem.List(ctx, list.(client.ObjectList), &sel)
+		}
+	}
 	if err != nil {
 		return err
 	}
