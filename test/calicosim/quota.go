@@ -39,10 +39,13 @@ func NewResourceQuotas(namespace string) *ResourceQuotas {
 
 // SetupWithManager registers the controller on mgr. As the real one, it
 // counts from its informers (the manager's cache) and recounts when a quota
-// is created or its spec.hard changes, and when a counted object is updated
-// or deleted; not on a create, which quota admission has added to
-// status.used already, nor on that status write: a recount then would read
-// a cache the new object may not have reached yet, and take the create back.
+// is created or its spec.hard changes, when a counted object is deleted, and
+// on the one update of a counted kind that kube-controller-manager's update
+// filter passes (pkg/quota/v1/install/update_filter.go): a Service whose
+// type changes what it counts for. Not on a create, which quota admission
+// has added to status.used already, nor on that status write: a recount then
+// would read a cache the new object may not have reached yet, and take the
+// create back.
 func (q *ResourceQuotas) SetupWithManager(mgr ctrl.Manager) error {
 	q.client, q.reader = mgr.GetClient(), mgr.GetClient()
 	quotas := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -57,15 +60,35 @@ func (q *ResourceQuotas) SetupWithManager(mgr ctrl.Manager) error {
 		},
 		DeleteFunc: func(event.DeleteEvent) bool { return false },
 	}
-	released := predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
+	released := predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(event.UpdateEvent) bool { return false },
+	}
+	serviceReleased := predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return quotaServiceType(e.ObjectOld.(*corev1.Service)) != quotaServiceType(e.ObjectNew.(*corev1.Service))
+		},
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("calicosim-resourcequotas").
 		WithOptions(controllerOptions()).
 		Watches(&corev1.ResourceQuota{}, quotas, builder.WithPredicates(hardChanged)).
 		Watches(&appsv1.DaemonSet{}, quotas, builder.WithPredicates(released)).
 		Watches(&corev1.ConfigMap{}, quotas, builder.WithPredicates(released)).
-		Watches(&corev1.Service{}, quotas, builder.WithPredicates(released)).
+		Watches(&corev1.Service{}, quotas, builder.WithPredicates(serviceReleased)).
 		Complete(q)
+}
+
+// quotaServiceType is what a Service counts for beyond services, as
+// kube-controller-manager's GetQuotaServiceType says: a NodePort, a
+// LoadBalancer, or nothing more.
+func quotaServiceType(s *corev1.Service) corev1.ServiceType {
+	switch s.Spec.Type {
+	case corev1.ServiceTypeNodePort, corev1.ServiceTypeLoadBalancer:
+		return s.Spec.Type
+	}
+	return ""
 }
 
 // Reconcile recounts every quota of the namespace.

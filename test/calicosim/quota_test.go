@@ -26,11 +26,13 @@ var _ = Describe("the simulated resource quota controller", func() {
 	const configMaps = 3
 	var namespace string
 
-	// statusWrites counts the quota status writes the controller makes.
-	var statusWrites atomic.Int32
+	// statusWrites counts the quota status writes the controller makes;
+	// recounts its recounts (each lists the quotas first).
+	var statusWrites, recounts atomic.Int32
 
 	BeforeEach(func() {
 		statusWrites.Store(0)
+		recounts.Store(0)
 		// A namespace of its own: envtest runs no namespace controller, so a
 		// deleted one stays Terminating and its name cannot be used again.
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "quota-sim-"}}
@@ -50,6 +52,12 @@ var _ = Describe("the simulated resource quota controller", func() {
 					return nil, err
 				}
 				return interceptor.NewClient(c, interceptor.Funcs{
+					List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+						if _, ok := list.(*corev1.ResourceQuotaList); ok {
+							recounts.Add(1)
+						}
+						return c.List(ctx, list, opts...)
+					},
 					SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 						if _, ok := obj.(*corev1.ResourceQuota); ok && sub == "status" {
 							statusWrites.Add(1)
@@ -110,5 +118,34 @@ var _ = Describe("the simulated resource quota controller", func() {
 		Expect(statusWrites.Load()).To(BeEquivalentTo(2))
 		Expect(createConfigMap("after")).To(Succeed())
 		Expect(used()).To(BeEquivalentTo(configMaps))
+	})
+
+	It("recounts on an update only where kube-controller-manager's update filter does: a Service changing type", func() {
+		Expect(k8s.Create(ctx, &corev1.ResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "q"},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+				corev1.ResourceConfigMaps:        *resource.NewQuantity(configMaps, resource.DecimalSI),
+				corev1.ResourceServicesNodePorts: *resource.NewQuantity(2, resource.DecimalSI),
+			}},
+		})).To(Succeed())
+		Eventually(used).WithPolling(poll).Should(BeEquivalentTo(0))
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "updated"}}
+		Expect(k8s.Create(ctx, cm)).To(Succeed())
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "updated"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+		Expect(k8s.Create(ctx, svc)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8s.Delete(ctx, svc))).To(Succeed()) })
+		before := recounts.Load()
+
+		cm.Data = map[string]string{"k": "v"}
+		Expect(k8s.Update(ctx, cm)).To(Succeed())
+		svc.Labels = map[string]string{"example.com/touched": "yes"}
+		Expect(k8s.Update(ctx, svc)).To(Succeed())
+		Consistently(recounts.Load).WithTimeout(300*time.Millisecond).WithPolling(poll).Should(Equal(before),
+			"a ConfigMap's data and a Service's labels change nothing a quota counts")
+
+		svc.Spec.Type = corev1.ServiceTypeNodePort
+		Expect(k8s.Update(ctx, svc)).To(Succeed())
+		Eventually(recounts.Load).WithPolling(poll).Should(BeNumerically(">", before), "a NodePort counts for services.nodeports")
 	})
 })
