@@ -59,7 +59,7 @@ func (e *Env) Start() (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := snapshotKey(e.BinaryAssetsDirectory, crds)
+	key, err := snapshotKey([]string{binaryPath("kube-apiserver", e.BinaryAssetsDirectory), binaryPath("etcd", e.BinaryAssetsDirectory)}, crds)
 	if err != nil {
 		return nil, err
 	}
@@ -177,13 +177,10 @@ func (e *Env) install(dataDir string, crds []*apiextensionsv1.CustomResourceDefi
 
 // snapshotKey names a set of CRDs on a control plane's binaries: their
 // content, and the binaries' size and time.
-func snapshotKey(assets string, crds []*apiextensionsv1.CustomResourceDefinition) (string, error) {
-	if assets == "" {
-		assets = os.Getenv("KUBEBUILDER_ASSETS")
-	}
+func snapshotKey(binaries []string, crds []*apiextensionsv1.CustomResourceDefinition) (string, error) {
 	h := sha256.New()
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		path, err := filepath.Abs(filepath.Join(assets, bin))
+	for _, bin := range binaries {
+		path, err := filepath.Abs(bin)
 		if err != nil {
 			return "", err
 		}
@@ -201,6 +198,22 @@ func snapshotKey(assets string, crds []*apiextensionsv1.CustomResourceDefinition
 		h.Write(data)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
+}
+
+// binaryPath is the control plane binary envtest runs, found as envtest
+// finds it: TEST_ASSET_<NAME>, then KUBEBUILDER_ASSETS, then the
+// environment's directory, then /usr/local/kubebuilder/bin.
+func binaryPath(name, assets string) string {
+	if path, ok := os.LookupEnv("TEST_ASSET_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))); ok {
+		return path
+	}
+	if dir, ok := os.LookupEnv("KUBEBUILDER_ASSETS"); ok {
+		return filepath.Join(dir, name)
+	}
+	if assets != "" {
+		return filepath.Join(assets, name)
+	}
+	return filepath.Join("/usr/local/kubebuilder/bin", name)
 }
 
 // pruneSnapshots removes the snapshots no start has used for a week, but

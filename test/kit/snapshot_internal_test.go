@@ -23,7 +23,7 @@ func TestASnapshotIsKeyedOnTheCRDsAndTheBinaries(t *testing.T) {
 	}
 	key := func(crds ...*apiextensionsv1.CustomResourceDefinition) string {
 		t.Helper()
-		k, err := snapshotKey(assets, crds)
+		k, err := snapshotKey([]string{filepath.Join(assets, "kube-apiserver"), filepath.Join(assets, "etcd")}, crds)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,8 +49,28 @@ func TestASnapshotIsKeyedOnTheCRDsAndTheBinaries(t *testing.T) {
 	if other := key(crd("a.x.io", true), crd("b.x.io", true)); other == base {
 		t.Errorf("another kube-apiserver binary: the same key %s", base)
 	}
-	if _, err := snapshotKey(t.TempDir(), nil); err == nil {
+	if _, err := snapshotKey([]string{filepath.Join(t.TempDir(), "etcd")}, nil); err == nil {
 		t.Errorf("no binaries: no error")
+	}
+}
+
+func TestTheSnapshotKeysTheBinariesEnvtestRuns(t *testing.T) {
+	t.Setenv("TEST_ASSET_KUBE_APISERVER", "/x/kube-apiserver")
+	t.Setenv("TEST_ASSET_ETCD", "") // restored after the test
+	os.Unsetenv("TEST_ASSET_ETCD")
+	t.Setenv("KUBEBUILDER_ASSETS", "/assets")
+	if got := binaryPath("kube-apiserver", "/mine"); got != "/x/kube-apiserver" {
+		t.Errorf("with TEST_ASSET_KUBE_APISERVER: %s", got)
+	}
+	if got := binaryPath("etcd", "/mine"); got != "/assets/etcd" {
+		t.Errorf("with KUBEBUILDER_ASSETS and a directory of the environment's: %s, want KUBEBUILDER_ASSETS's, as envtest", got)
+	}
+	os.Unsetenv("KUBEBUILDER_ASSETS")
+	if got := binaryPath("etcd", "/mine"); got != "/mine/etcd" {
+		t.Errorf("with the environment's directory alone: %s", got)
+	}
+	if got := binaryPath("etcd", ""); got != "/usr/local/kubebuilder/bin/etcd" {
+		t.Errorf("with nothing set: %s", got)
 	}
 }
 
