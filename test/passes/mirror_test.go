@@ -297,26 +297,20 @@ func (m *mirrorClient) DeleteAllOf(ctx context.Context, obj client.Object, opts 
 	if err := m.WithWatch.DeleteAllOf(ctx, obj, opts...); err != nil {
 		return err
 	}
-	gvk, gvr, err := m.resource(obj)
+	gvk, _, err := m.resource(obj)
 	if err != nil {
 		return err
 	}
-	// Read back every object of the kind memory holds that the delete
-	// selected: the deleted are gone, those a finalizer keeps are marked.
-	// Memory has no field index: with a field selector, every object of
-	// the kind is read back.
-	var existing runtime.Object
+	// Read back what memory holds in the delete's namespace and labels: the
+	// deleted are gone, those a finalizer keeps are marked. Memory has no
+	// field index: a field selector reads back every object of those.
 	sel := (&client.DeleteAllOfOptions{}).ApplyOptions(opts).ListOptions
-	if sel.FieldSelector != nil && !sel.FieldSelector.Empty() {
-		existing, err = m.tracker.List(gvr, gvk, "")
-	} else {
-		var list runtime.Object
-		if list, err = m.Scheme().New(gvk.GroupVersion().WithKind(gvk.Kind + "List")); err == nil {
-			existing = list
-			err = m.mem.List(ctx, list.(client.ObjectList), &sel)
-		}
-	}
+	sel.FieldSelector = nil
+	existing, err := m.Scheme().New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err != nil {
+		return err
+	}
+	if err := m.mem.List(ctx, existing.(client.ObjectList), &sel); err != nil {
 		return err
 	}
 	items, err := meta.ExtractList(existing)
