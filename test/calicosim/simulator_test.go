@@ -320,7 +320,11 @@ var _ = Describe("the simulated Tigera operator", func() {
 			Expect(calicosim.WaitSettled(ctx, k8s, settleTimeout)).To(Succeed())
 
 			inst := installation()
-			Expect(inst.Generation).To(BeNumerically(">", 1), "the operator's defaults were written")
+			// Each controller's defaults patch bumps the generation once. A controller
+			// woken by another object's event may read the Installation from its cache
+			// before its own patch reached it and send that patch again, as the Tigera
+			// operator does: a write that changes nothing, so the patches are not counted.
+			Expect(inst.Generation).To(BeEquivalentTo(3), "one defaults patch from the core controller, one from the pool controller")
 			cn := inst.Spec.CalicoNetwork
 			Expect(cn.HostPorts).To(HaveValue(Equal(operatorv1.HostPortsEnabled)))
 			Expect(cn.LinuxDataplane).To(HaveValue(Equal(operatorv1.LinuxDataplaneIptables)))
@@ -335,7 +339,6 @@ var _ = Describe("the simulated Tigera operator", func() {
 
 			before := sim.Writes()
 			GinkgoWriter.Printf("writes from seed to settled: %v\n", before)
-			Expect(before).To(HaveKeyWithValue("Installation patch", 2), "one defaults patch from the core controller, one from the pool controller")
 			Consistently(sim.Writes).WithTimeout(300*time.Millisecond).WithPolling(20*time.Millisecond).Should(Equal(before),
 				"nothing more is written once settled")
 		})
