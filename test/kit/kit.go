@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,15 @@ import (
 
 // CalicoCRDsEnv names the environment variable Options.CalicoCRDs defaults to.
 const CalicoCRDsEnv = "WINREADY_CALICO_CRDS"
+
+// APIServerFlagsEnv names the environment variable whose kube-apiserver
+// flags, "--name=value" separated by spaces, every control plane of
+// Environment gets. winready's make test sets --watch-cache=false: its
+// control planes serve every read from etcd, as a cluster's API server may,
+// for a fifth less of their CPU (a cluster's watch cache serves thousands
+// of clients; a suite's, a handful). A suite's own flags, set on the
+// environment after Environment returns, win.
+const APIServerFlagsEnv = "WINREADY_ENVTEST_APISERVER_FLAGS"
 
 // Namespace is where winready runs and keeps the record of the originals,
 // as config/default installs it; its probe rounds run in
@@ -213,11 +223,27 @@ func environment(opts Options) (*Env, error) {
 		// envtest's 20 seconds are short on a busy CI runner.
 		env.ControlPlaneStartTimeout = controlPlaneStartTimeout
 	}
+	if err := setAPIServerFlags(env, os.Getenv(APIServerFlagsEnv)); err != nil {
+		return nil, err
+	}
 	snapshots := opts.Snapshots
 	if snapshots == "" {
 		snapshots = os.Getenv(SnapshotsEnv)
 	}
 	return &Env{Environment: env, snapshots: snapshots}, nil
+}
+
+// setAPIServerFlags gives env's kube-apiserver the flags of APIServerFlagsEnv.
+func setAPIServerFlags(env *envtest.Environment, flags string) error {
+	args := env.ControlPlane.GetAPIServer().Configure()
+	for _, flag := range strings.Fields(flags) {
+		name, value, ok := strings.Cut(strings.TrimPrefix(flag, "--"), "=")
+		if !strings.HasPrefix(flag, "--") || !ok || name == "" {
+			return fmt.Errorf("%s: %q is not a kube-apiserver flag of the form --name=value", APIServerFlagsEnv, flag)
+		}
+		args.Set(name, value)
+	}
+	return nil
 }
 
 // run starts the simulated Tigera operator, waits for the seeded cluster to

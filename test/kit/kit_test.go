@@ -197,3 +197,25 @@ func failedPreflight(t *testing.T, c *kit.Cluster) {
 		t.Fatalf("the seed's IPAMConfiguration, unchanged: %+v", ipam.Spec)
 	}
 }
+
+func TestEnvironmentGivesKubeAPIServerTheFlagsOfItsVariable(t *testing.T) {
+	t.Setenv(kit.APIServerFlagsEnv, "--watch-cache=false  --max-requests-inflight=50")
+	env, err := kit.Environment(kit.Options{CalicoCRDSet: kit.NoCalicoCRDs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := env.ControlPlane.GetAPIServer().Configure()
+	for name, want := range map[string]string{"watch-cache": "false", "max-requests-inflight": "50"} {
+		if got := args.Get(name).Get(nil); !slices.Equal(got, []string{want}) {
+			t.Errorf("--%s: %q, want %q", name, got, want)
+		}
+	}
+
+	for _, bad := range []string{"watch-cache=false", "--watch-cache", "--=x"} {
+		t.Setenv(kit.APIServerFlagsEnv, bad)
+		if _, err := kit.Environment(kit.Options{CalicoCRDSet: kit.NoCalicoCRDs}); err == nil ||
+			!strings.Contains(err.Error(), kit.APIServerFlagsEnv) || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%q: %v, want an error naming %s and the flag", bad, err, kit.APIServerFlagsEnv)
+		}
+	}
+}
