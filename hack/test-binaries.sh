@@ -1,29 +1,45 @@
 #!/usr/bin/env bash
-# test-binaries.sh PKG...: runs the tests of each package as
+# test-binaries.sh [-C DIR] PKG...: runs the tests of each package as
 # `go test -count=1` does, from a test binary kept in bin/tests/. go test links
 # every package's test binary again on every run (about 100 MB for a package
 # that starts a control plane, 4 to 7 s of CPU each); `go test -c -o` keeps the
 # binary and links it again only when its inputs changed.
 #
+# -C DIR runs the packages of the module in DIR (a module of its own, such as
+# test/chart), keeping its binaries in bin/tests/DIR/. Packages without tests
+# are left out, as go test leaves them.
+#
 # Runs TEST_P packages at a time (2 unless set), each in its package's
 # directory as go test runs it, with the flags of TEST_FLAGS (e.g.
 # -test.timeout=30m -ginkgo.focus=...) after -test.count=1. Prints go test's
 # line for each package, the output of a package that fails, and fails if any
-# package failed or had no tests.
+# package failed or none had tests.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+out=$root/bin/tests
+if [[ ${1:-} == -C ]]; then
+  cd "$2"
+  out=$out/$2
+  shift 2
+fi
 
-out=bin/tests
 mkdir -p "$out"
-go test -c -o "$out/" "$@"
+listed=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' "$@")
+mapfile -t pkgs < <(grep . <<<"$listed" || true)
+if (( ${#pkgs[@]} == 0 )); then
+  echo "test-binaries.sh: no package with tests in $*" >&2
+  exit 1
+fi
+go test -c -o "$out/" "${pkgs[@]}"
 
 # run IMPORTPATH DIR: runs one package's binary, as go test prints it. go test
 # -c names it after the import path's last element.
 run() {
   local pkg=$1 dir=$2 log began status
-  local bin=$PWD/$out/${pkg##*/}.test
+  local bin=$out/${pkg##*/}.test
   if [[ ! -x $bin ]]; then
-    echo "FAIL	$pkg [no test binary: no test files?]"
+    echo "FAIL	$pkg [no test binary]"
     return 1
   fi
   log=$(mktemp)
@@ -45,5 +61,5 @@ run() {
 export -f run
 export out
 
-go list -f '{{.ImportPath}} {{.Dir}}' "$@" |
+go list -f '{{.ImportPath}} {{.Dir}}' "${pkgs[@]}" |
   xargs -P "${TEST_P:-2}" -L 1 bash -c 'run "$@"' run
