@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,4 +70,19 @@ var probeAgentsName = probe.RoundKind.Name
 
 func deleteNode(name string) {
 	Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
+}
+
+// wrEvents are the Events about the WindowsReadiness now applied: the
+// default namespace holds every earlier spec's too.
+func wrEvents() []eventsv1.Event {
+	list := &eventsv1.EventList{}
+	Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
+	uid := on.WR().UID
+	var own []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "WindowsReadiness" && e.Regarding.UID == uid {
+			own = append(own, e)
+		}
+	}
+	return own
 }

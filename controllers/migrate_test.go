@@ -10,7 +10,6 @@ import (
 	operatorv1 "github.com/tigera/operator/api/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,13 +63,9 @@ var _ = Describe("Migrating a Calico cluster to Windows-ready", core, func() {
 
 		By("telling kubectl describe about every step's start and finish")
 		Eventually(func() []string {
-			list := &eventsv1.EventList{}
-			Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
 			var notes []string
-			for _, e := range list.Items {
-				if e.Regarding.Kind == "WindowsReadiness" && e.Regarding.UID == wr.UID {
-					notes = append(notes, e.Reason+": "+e.Note)
-				}
+			for _, e := range wrEvents() {
+				notes = append(notes, e.Reason+": "+e.Note)
 			}
 			return notes
 		}).Should(ContainElements(

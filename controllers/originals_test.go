@@ -11,7 +11,6 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -155,12 +154,9 @@ var _ = Describe("The probe round", func() {
 	// probeFailures are the notes of the NetworkProbeFailed Events about
 	// the WindowsReadiness.
 	probeFailures := func() []string {
-		list := &eventsv1.EventList{}
-		Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
-		uid := on.WR().UID
 		var notes []string
-		for _, e := range list.Items {
-			if e.Regarding.UID == uid && e.Reason == conditions.ReasonNetworkProbeFailed {
+		for _, e := range wrEvents() {
+			if e.Reason == conditions.ReasonNetworkProbeFailed {
 				notes = append(notes, e.Note)
 			}
 		}

@@ -6,7 +6,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,13 +31,9 @@ func joinOf(name string) func() v1alpha1.WindowsNodeJoin {
 // name the Node name as their related object.
 func nodeEvents(name string) func() []string {
 	return func() []string {
-		list := &eventsv1.EventList{}
-		Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
-		// Read once: the namespace holds every earlier spec's Events too.
-		uid := on.WR().UID
 		var notes []string
-		for _, e := range list.Items {
-			if e.Regarding.Kind == "WindowsReadiness" && e.Regarding.UID == uid && e.Related != nil && e.Related.Kind == "Node" && e.Related.Name == name {
+		for _, e := range wrEvents() {
+			if e.Related != nil && e.Related.Kind == "Node" && e.Related.Name == name {
 				notes = append(notes, e.Reason+": "+e.Note)
 			}
 		}

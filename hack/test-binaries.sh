@@ -25,13 +25,15 @@ if [[ ${1:-} == -C ]]; then
 fi
 
 mkdir -p "$out"
-listed=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' "$@")
-mapfile -t pkgs < <(grep . <<<"$listed" || true)
-if (( ${#pkgs[@]} == 0 )); then
+# "IMPORTPATH DIR" of each package with tests.
+listed=$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' "$@")
+listed=$(grep . <<<"$listed" || true) # go list prints an empty line for a package without tests
+if [[ -z $listed ]]; then
   echo "test-binaries.sh: no package with tests in $*" >&2
   exit 1
 fi
-go test -c -o "$out/" "${pkgs[@]}"
+# shellcheck disable=SC2046 # one import path per word.
+go test -c -o "$out/" $(cut -d' ' -f1 <<<"$listed")
 
 # run IMPORTPATH DIR: runs one package's binary, as go test prints it. go test
 # -c names it after the import path's last element.
@@ -61,5 +63,4 @@ run() {
 export -f run
 export out
 
-go list -f '{{.ImportPath}} {{.Dir}}' "${pkgs[@]}" |
-  xargs -P "${TEST_P:-2}" -L 1 bash -c 'run "$@"' run
+xargs -P "${TEST_P:-2}" -L 1 bash -c 'run "$@"' run <<<"$listed"
