@@ -50,8 +50,17 @@ var _ = Describe("The Windows join gate", core, func() {
 		Expect(createWindowsNode()).To(Succeed())
 		deleteNode("win-1")
 
-		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Direction = v1alpha1.DirectionRollback })
+		// Paused, the rollback reverts nothing, so the Installation's half of
+		// the gate still passes and the denial is the WindowsReadiness's own.
+		// Unpaused, the first revert (the Windows dataplane) closes the
+		// Installation's half too, and either half's message may come first.
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) {
+			wr.Spec.Direction = v1alpha1.DirectionRollback
+			wr.Spec.Paused = true
+		})
+		Eventually(on.Phase).Should(Equal(v1alpha1.PhasePaused))
 		Eventually(wouldAdmit).Should(MatchError(ContainSubstring("not ready for Windows nodes (WindowsReadiness default has spec.direction: Rollback)")))
+		on.UpdateWR(func(wr *v1alpha1.WindowsReadiness) { wr.Spec.Paused = false })
 		Eventually(on.Phase).Should(Equal(v1alpha1.PhaseRolledBack))
 		Eventually(wouldAdmit).Should(MatchError(ContainSubstring("not ready for Windows nodes")))
 	})
