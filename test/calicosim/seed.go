@@ -106,8 +106,8 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 		return err
 	}
 	// What the operator made of the spec on an earlier run: pools and calico-node follow the defaulted spec.
-	spec := installationSpec(cl)
-	defaulted, err := seedRendered(ctx, c, cl, spec)
+	spec := InstallationSpec(cl)
+	defaulted, err := seedRendered(ctx, c, cl, Defaulted(spec))
 	if err != nil {
 		return err
 	}
@@ -163,21 +163,30 @@ func seedBase(ctx context.Context, c client.Client, cl Cluster) error {
 	return create(ctx, c, felix)
 }
 
-// seedRendered creates what the operator renders from spec: the IPPools, calico-node rolled out and the
-// TigeraStatuses; it returns the spec defaulted as the operator defaults it.
-func seedRendered(ctx context.Context, c client.Client, cl Cluster, spec *operatorv1.InstallationSpec) (*operatorv1.InstallationSpec, error) {
+// Defaulted is the Installation spec the Tigera operator makes of spec, as a user wrote it, in a cluster
+// without IPPools: the core controller's defaults, the IP pool controller's (which then creates the pools),
+// and the core controller's again once the pools exist (IPv4 node address autodetection). test/e2e holds
+// the Tigera operator to it.
+func Defaulted(spec *operatorv1.InstallationSpec) *operatorv1.InstallationSpec {
 	defaulted := spec.DeepCopy()
 	fillCoreDefaults(defaulted, nil)
 	fillPoolDefaults(defaulted, nil)
 	var pools []calicov3.IPPool
 	for _, p := range defaulted.CalicoNetwork.IPPools {
-		pool := toIPPool(p)
-		if err := create(ctx, c, pool); err != nil {
-			return nil, err
-		}
-		pools = append(pools, *pool)
+		pools = append(pools, *toIPPool(p))
 	}
 	fillCoreDefaults(defaulted, pools)
+	return defaulted
+}
+
+// seedRendered creates what the operator renders from defaulted (see Defaulted): the IPPools, calico-node
+// rolled out and the TigeraStatuses. It returns defaulted.
+func seedRendered(ctx context.Context, c client.Client, cl Cluster, defaulted *operatorv1.InstallationSpec) (*operatorv1.InstallationSpec, error) {
+	for _, p := range defaulted.CalicoNetwork.IPPools {
+		if err := create(ctx, c, toIPPool(p)); err != nil {
+			return nil, err
+		}
+	}
 
 	var cm *corev1.ConfigMap
 	if cl.ServicesEndpoint != nil {
@@ -236,8 +245,9 @@ func seedInstallation(ctx context.Context, c client.Client, cl Cluster, spec, de
 	return nil
 }
 
-// installationSpec is the spec a user would have applied: variant, CNI type and the network settings of cl.
-func installationSpec(cl Cluster) *operatorv1.InstallationSpec {
+// InstallationSpec is the spec a user would have applied: variant, CNI type and the network settings of cl
+// (or cl.Installation).
+func InstallationSpec(cl Cluster) *operatorv1.InstallationSpec {
 	if cl.Installation != nil {
 		return cl.Installation.DeepCopy()
 	}

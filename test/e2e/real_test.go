@@ -316,9 +316,9 @@ func (b *realBackend) Seed(ctx context.Context, c client.Client, cl calicosim.Cl
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}
 	ipam := &calicov3.IPAMConfiguration{ObjectMeta: metav1.ObjectMeta{Name: calico.IPAMConfigName},
 		Spec: calicov3.IPAMConfigurationSpec{StrictAffinity: *cl.StrictAffinity, AutoAllocateBlocks: true}}
-	bgp := cl.BGP
+	// The spec as the user wrote it, the one the simulator defaults for its seed.
 	inst := &operatorv1.Installation{ObjectMeta: metav1.ObjectMeta{Name: calico.InstallationName},
-		Spec: operatorv1.InstallationSpec{CalicoNetwork: &operatorv1.CalicoNetworkSpec{BGP: &bgp, IPPools: cl.Pools}}}
+		Spec: *calicosim.InstallationSpec(cl)}
 	for _, obj := range []client.Object{kubeadm, dns, ipam, inst} {
 		if err := c.Create(ctx, obj); err != nil && !isAlreadyExists(err) {
 			return fmt.Errorf("seeding %T: %w", obj, err)

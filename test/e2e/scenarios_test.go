@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -186,6 +187,24 @@ var _ = Describe("A platform team making its Calico cluster Windows-ready", Orde
 		Expect(calicoBackend.Seed(ctx, k8s, mainCluster())).To(Succeed())
 		original = touchedFields()
 		originalEnv = [2]string{daemonSetEnv(calico.NodeDaemonSet, calico.ServiceHostKey), daemonSetEnv(calico.NodeDaemonSet, calico.ServicePortKey)}
+	})
+
+	// Every simulated cluster starts from the Installation calicosim.Defaulted
+	// makes of the user's spec. The real backend seeds that spec as written,
+	// so here the Tigera operator wrote its defaults itself. The simulator's
+	// spec goes through the API server (a dry run) for the CRD schema's own
+	// defaults, as the seed's does. Not labelled core: an older operator
+	// defaults fields the simulator leaves out (v1.35.0: nonPrivileged) and
+	// leaves some it sets (the CNI directories, the pools' assignmentMode).
+	It("starts from the Installation the Tigera operator defaulted, as the simulator seeds it", func() {
+		inst := on.Installation()
+		got, err := json.Marshal(inst.Spec)
+		Expect(err).NotTo(HaveOccurred())
+		inst.Spec = *calicosim.Defaulted(calicosim.InstallationSpec(mainCluster()))
+		Expect(k8s.Update(ctx, inst, client.DryRunAll)).To(Succeed())
+		want, err := json.Marshal(inst.Spec)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got).To(MatchJSON(want))
 	})
 
 	It("reads IPAM blocks where the Calico API server serves projectcalico.org/v3 without them", func() {
