@@ -107,8 +107,8 @@ func Seed(ctx context.Context, c client.Client, cl Cluster) error {
 	}
 	// What the operator made of the spec on an earlier run: pools and calico-node follow the defaulted spec.
 	spec := InstallationSpec(cl)
-	defaulted, err := seedRendered(ctx, c, cl, Defaulted(spec))
-	if err != nil {
+	defaulted := Defaulted(spec)
+	if err := seedRendered(ctx, c, cl, defaulted); err != nil {
 		return err
 	}
 	return seedInstallation(ctx, c, cl, spec, defaulted)
@@ -179,12 +179,12 @@ func Defaulted(spec *operatorv1.InstallationSpec) *operatorv1.InstallationSpec {
 	return defaulted
 }
 
-// seedRendered creates what the operator renders from defaulted (see Defaulted): the IPPools, calico-node
-// rolled out and the TigeraStatuses. It returns defaulted.
-func seedRendered(ctx context.Context, c client.Client, cl Cluster, defaulted *operatorv1.InstallationSpec) (*operatorv1.InstallationSpec, error) {
+// seedRendered creates what the operator renders from the defaulted spec (see Defaulted): the IPPools,
+// calico-node rolled out and the TigeraStatuses.
+func seedRendered(ctx context.Context, c client.Client, cl Cluster, defaulted *operatorv1.InstallationSpec) error {
 	for _, p := range defaulted.CalicoNetwork.IPPools {
 		if err := create(ctx, c, toIPPool(p)); err != nil {
-			return nil, err
+			return err
 		}
 	}
 
@@ -194,24 +194,24 @@ func seedRendered(ctx context.Context, c client.Client, cl Cluster, defaulted *o
 	}
 	rendered, err := podEnvironment(ctx, c, cm)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ds := renderCalicoNode(defaulted, rendered)
 	metav1.SetMetaDataAnnotation(&ds.ObjectMeta, seededAnnotation, "running")
 	if err := create(ctx, c, ds); err != nil {
-		return nil, err
+		return err
 	}
 	if err := finishRollout(ctx, c, ds, cl.Nodes); err != nil {
-		return nil, err
+		return err
 	}
 
 	const generation = 1 // of the Installation about to be created
 	for name, gen := range map[string]int64{StatusCalico: generation, StatusIPPools: generation, StatusAPIServer: 0} {
 		if err := createAvailableStatus(ctx, c, name, gen); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return defaulted, nil
+	return nil
 }
 
 // seedInstallation creates the Installation, as the user wrote it (cl.AsWritten) or defaulted, with its
