@@ -146,7 +146,8 @@ func podCheckTimeout(s *scope) time.Duration {
 // a round after a step tests the baseline's pairs.
 func (r podCheck) engine(s *scope, id round.ID, token round.Token) (*podcheck.Engine, round.Spec[podcheck.Params]) {
 	ns := r.opts.ProbeNamespace
-	return &podcheck.Engine{Kind: podcheck.RoundKind, Client: r.Client, Reader: r.APIReader, Namespace: ns, Image: r.opts.ProbeImage},
+	return &podcheck.Engine{Kind: podcheck.RoundKind, Client: r.Client, Reader: r.APIReader, Namespace: ns, Image: r.opts.ProbeImage,
+			Removed: &r.removed},
 		round.Spec[podcheck.Params]{ID: id, Token: token, Seed: podCheckStatus(s).Seed, Timeout: podCheckTimeout(s), Owner: round.Owner(s.wr),
 			Params: func(ctx context.Context) (podcheck.Params, error) {
 				svc, err := podcheck.ServiceAddr(ctx, r.APIReader, ns)

@@ -114,7 +114,8 @@ func (r probeRound) engine(s *scope, id round.ID, token round.Token) (*probe.Eng
 			extra = append(extra, a)
 		}
 	}
-	return &probe.Engine{Kind: probe.RoundKind, Client: r.Client, Reader: r.APIReader, Namespace: r.opts.ProbeNamespace, Image: r.opts.ProbeImage},
+	return &probe.Engine{Kind: probe.RoundKind, Client: r.Client, Reader: r.APIReader, Namespace: r.opts.ProbeNamespace, Image: r.opts.ProbeImage,
+			Removed: &r.removed},
 		round.Spec[probe.Params]{ID: id, Token: token, Timeout: round.TimeoutFor(probeTimeout(s)), Owner: round.Owner(s.wr),
 			Params: func(context.Context) (probe.Params, error) { return probe.Params{Extra: extra}, nil }}
 }

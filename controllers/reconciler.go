@@ -58,6 +58,9 @@ type Reconciler struct {
 	wakes wakes
 	// seen keeps the newest WindowsReadiness and record this manager knows.
 	seen seen
+	// removed remembers the kinds of round whose objects this manager
+	// removed last, so that their next start removes nothing first.
+	removed round.Removed
 }
 
 // persist writes the status when it changed: once at the end of a pass, and

@@ -42,6 +42,49 @@ type Engine[P, R any] struct {
 	Namespace string
 	// Image is the agents' image: the operator's own.
 	Image string
+	// Removed, when set, remembers across passes that this process removed
+	// the kind's objects last: a start then has nothing to remove first.
+	// Nil: every start removes what an earlier round may have left.
+	Removed *Removed
+}
+
+// Removed remembers, between the passes of one process, the kinds of round
+// whose objects it removed, all of them, and has created none of since. A
+// round's end removes them once its verdict is saved, so that the start of
+// the next round of the kind would find nothing to remove: with Removed, it
+// sends no request for it. A new process (a restart, a new leader)
+// remembers nothing, and its first start of each kind removes what an
+// earlier one may have left. The zero value remembers nothing.
+type Removed struct {
+	mu    sync.Mutex
+	kinds map[string]bool
+}
+
+// key names a kind of round in a namespace.
+func (e *Engine[P, R]) key() string { return e.Namespace + "/" + e.Kind.Component }
+
+// has says whether the kind's objects are known to be gone.
+func (r *Removed) has(key string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.kinds[key]
+}
+
+// set notes that the kind's objects are gone (true), or may not be: a
+// start is about to create them (false).
+func (r *Removed) set(key string, gone bool) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.kinds == nil {
+		r.kinds = map[string]bool{}
+	}
+	r.kinds[key] = gone
 }
 
 // Spec is what a round runs with.
@@ -73,18 +116,22 @@ func (s Spec[P]) Deadline(st *v1alpha1.RoundState) time.Time { return st.Started
 // pairBy is when a kind that plans on serving pairs the agents that serve.
 func (s Spec[P]) pairBy(st *v1alpha1.RoundState) time.Time { return st.StartedAt.Add(s.Timeout / 2) }
 
-// Start starts a round: it removes what an earlier one left, makes the
-// round's key and objects, writes the plans for a kind that plans at the
-// start, and starts the agents last, so that they find all of it. st is
-// set only when all of it was written.
+// Start starts a round: it removes what an earlier one left (unless
+// Removed knows it is gone), makes the round's key and objects, writes the
+// plans for a kind that plans at the start, and starts the agents last, so
+// that they find all of it. st is set only when all of it was written.
 func (e *Engine[P, R]) Start(ctx context.Context, now time.Time, spec Spec[P], st *v1alpha1.RoundState) error {
 	nodes, err := ListLinuxNodes(ctx, e.Reader)
 	if err != nil {
 		return err
 	}
-	if err := e.Cleanup(ctx); err != nil {
-		return err
+	if !e.Removed.has(e.key()) {
+		if err := e.Cleanup(ctx); err != nil {
+			return err
+		}
 	}
+	// From here the kind's objects may exist, whatever comes of the start.
+	e.Removed.set(e.key(), false)
 	started := metav1.NewTime(now)
 	next := v1alpha1.RoundState{Round: string(spec.ID), RerunToken: string(spec.Token), StartedAt: &started, Nodes: int32(len(nodes))}
 	var objs []client.Object
@@ -400,7 +447,11 @@ func (e *Engine[P, R]) Cleanup(ctx context.Context) error {
 	if err := e.deleteAll(ctx, ReportLabel); err != nil {
 		return err
 	}
-	return e.deleteAll(ctx, PlanLabel)
+	if err := e.deleteAll(ctx, PlanLabel); err != nil {
+		return err
+	}
+	e.Removed.set(e.key(), true)
+	return nil
 }
 
 // deleteAll removes the kind's ConfigMaps that carry label (reports or

@@ -259,6 +259,64 @@ func TestAStartThatFailsLeavesTheStateAlone(t *testing.T) {
 	}
 }
 
+func TestAStartRemovesWhatAnEarlierRoundLeftUnlessThisProcessRemovedItLast(t *testing.T) {
+	ctx := context.Background()
+	b := newBed(t, 2, false)
+	var removals []string
+	b.engine.Client = interceptor.NewClient(b.c, interceptor.Funcs{
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			removals = append(removals, fmt.Sprintf("delete %T", obj))
+			return c.Delete(ctx, obj, opts...)
+		},
+		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
+			removals = append(removals, fmt.Sprintf("deletecollection %T", obj))
+			return c.DeleteAllOf(ctx, obj, opts...)
+		},
+	})
+	b.engine.Removed = &Removed{}
+	start := func(what string, wantRemovals int) {
+		t.Helper()
+		removals = nil
+		var st v1alpha1.RoundState
+		if err := b.engine.Start(ctx, b.clock, b.spec, &st); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if len(removals) != wantRemovals {
+			t.Errorf("%s: removals %v, want %d", what, removals, wantRemovals)
+		}
+	}
+	// The DaemonSet, the Secret, the Service, the reports and the plans.
+	const everything = 5
+	// A new process knows nothing of what an earlier one left.
+	start("the first start", everything)
+	// A round started again before it ended (its plans gone) may have left
+	// anything.
+	start("a start before the round's end", everything)
+	if err := b.engine.Cleanup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start("the start after this process removed the round", 0)
+	if len(b.configMaps(PlanLabel)) != 2 {
+		t.Errorf("plans %d, want one per node", len(b.configMaps(PlanLabel)))
+	}
+
+	// A restarted process (a new Removed) removes an earlier round's
+	// leftovers: a start that creates its DaemonSet over the old one fails.
+	if err := b.engine.Cleanup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	leftover := DaemonSet(b.engine.Kind, ns, "winready:old", "g0-r0", nil)
+	if err := b.c.Create(ctx, leftover); err != nil {
+		t.Fatal(err)
+	}
+	b.engine.Removed = &Removed{}
+	start("the first start of a restarted process", everything)
+	ds := &appsv1.DaemonSet{}
+	if err := b.c.Get(ctx, client.ObjectKeyFromObject(leftover), ds); err != nil || ds.Spec.Template.Annotations[RoundAnnotation] != string(b.spec.ID) {
+		t.Errorf("the agents: %v, round %q, want %q", err, ds.Spec.Template.Annotations[RoundAnnotation], b.spec.ID)
+	}
+}
+
 func TestTheRerunToken(t *testing.T) {
 	if TokenOf("") != "" || TokenOf("a") == TokenOf("b") || len(TokenOf("a long annotation value, a date")) > 8 {
 		t.Fatal("tokens")
