@@ -47,7 +47,7 @@ func NewInline(c client.WithWatch, clock *clocktesting.FakeClock, opts Options, 
 	cl := interceptor.NewClient(c, in.countWrites())
 	opts.Clock = clock
 	sim := New(opts)
-	sim.client, sim.reader, sim.stepped = cl, cl, true
+	sim.client, sim.reader = cl, cl
 	sim.podChecks = NewPodChecks(probeNamespace)
 	sim.podChecks.client, sim.podChecks.reader = cl, cl
 	agents := NewProbeAgents(probeNamespace)

@@ -193,7 +193,24 @@ func (r *rolloutController) writePod(ctx context.Context, ds *appsv1.DaemonSet, 
 			return err
 		}
 	}
+	if runningReady(pod) {
+		// The pod of an older template was running and ready, and its
+		// replacement is: its status stays as it is, and writing it again
+		// would change nothing.
+		return nil
+	}
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 		{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue}}}
 	return r.sim.updateStatus(ctx, pod)
+}
+
+// runningReady says whether pod is running with its containers and itself
+// ready, as writePod leaves it.
+func runningReady(pod *corev1.Pod) bool {
+	ready := func(t corev1.PodConditionType) bool {
+		return slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == t && c.Status == corev1.ConditionTrue
+		})
+	}
+	return pod.Status.Phase == corev1.PodRunning && ready(corev1.PodReady) && ready(corev1.ContainersReady)
 }

@@ -89,5 +89,9 @@ var _ = Describe("The simulated DaemonSet controller", func() {
 		stats := sim.Rollouts("calico-system", "calico-node")
 		Expect(stats.Rollouts).To(Equal(2))
 		Expect(stats.Replacements).To(BeNumerically(">", 6+2), "the nodes already updated were replaced again")
+		writes := sim.Writes()
+		Expect(writes["Pod update"]).To(BeNumerically(">", 0), "a pod replaced again is relabelled in place")
+		Expect(writes["Pod status"]).To(Equal(writes["Pod create"]),
+			"a pod's status is written when it is created; a replacement leaves a running, ready status as it is: %v", writes)
 	})
 })

@@ -89,9 +89,6 @@ type Simulator struct {
 	podChecks *PodChecks
 	// interrupt stops the next core reconcile between its reads (InterruptRender).
 	interrupt *Interrupt
-	// stepped says the simulator is stepped by hand (NewInline), where a
-	// write's round trip takes no time that anyone waits on.
-	stepped bool
 
 	// Pokes wake controllers for changes that are not Kubernetes objects (fault injection, API mode).
 	corePokes        chan event.GenericEvent
