@@ -370,7 +370,11 @@ var _ = Describe("the simulated Tigera operator", func() {
 				g.Expect(ok).To(BeTrue(), why)
 			}).WithPolling(poll).WithTimeout(settleTimeout).Should(Succeed())
 
+			// The last poll read the DaemonSet before it found the cluster
+			// settled, and may have read it one node short: the settled
+			// DaemonSet is the last of what was seen.
 			ds := daemonSet("calico-node")
+			updated = append(updated, ds.Status.UpdatedNumberScheduled)
 			Expect(ds.Generation).To(BeEquivalentTo(2), "the template changed once")
 			Expect(env(ds, "CALICO_NETWORKING_BACKEND")).To(Equal("vxlan"))
 			Expect(env(ds, "CLUSTER_TYPE")).To(Equal("k8s,operator"))
